@@ -1,0 +1,166 @@
+/*
+ * memprof host interface: the hooks a runtime (a "host") provides to the
+ * memprof core, and the core functions the host must call.
+ * docs/integration.md is the guide; this header is the contract.
+ *
+ * Threading model: the core protects its tracked-block table with its own
+ * mutex, which it never holds while a callback or a host hook that may
+ * allocate runs.  A host with a runtime lock (the reference runtime) may
+ * call every function below with that lock held; callbacks then run with
+ * the runtime lock held and may release it (blocking sections).  A host
+ * without a runtime lock (the malloc host) calls them from any thread.
+ * Per-thread state (the random generator, the "inside a callback" flag) is
+ * thread-local in the core and is never behind a lock.
+ */
+#ifndef MEMPROF_HOST_H
+#define MEMPROF_HOST_H
+
+#include "memprof.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Hooks the host provides.  Any of them may be NULL where noted. */
+typedef struct memprof_host_ops {
+	/* Is v a pointer into the minor heap?  NULL: nothing is young. */
+	int (*is_young)(memprof_value v);
+	/*
+	 * Minor collection, weak pass: v is a young tracked block.  Return 1 and
+	 * set *moved to its new (major) address if it survived, 0 if it died.
+	 */
+	int (*young_survived)(memprof_value v, memprof_value *moved);
+	/* Major collection, before sweeping: is the major block v dead? */
+	int (*major_is_dead)(memprof_value v);
+	/*
+	 * The minor-heap trigger (memprof_young_trigger) changed, or sampling
+	 * started or stopped: recompute the allocation limit.  May be NULL.
+	 */
+	void (*update_young_limit)(void);
+	/* Postponed callbacks are pending: reach a safe point soon.  May be NULL. */
+	void (*request_safe_point)(void);
+	/*
+	 * Capture up to max return addresses of the current thread, innermost
+	 * first, skipping the host's and the core's own frames.  NULL: the core
+	 * uses a DWARF unwinder.
+	 */
+	size_t (*capture_callstack)(uintptr_t *buf, size_t max);
+} memprof_host_ops;
+
+/* Install the host.  Call once, before any other memprof function. */
+void memprof_host_init(const memprof_host_ops *ops);
+
+/* ---- Minor-heap sampling (hosts with a bump-allocated minor heap) ----
+ *
+ * The minor heap is allocated downwards.  The core keeps a trigger address
+ * inside it: the next sampled word.  The host folds it into its allocation
+ * limit (young_limit = max(gc_limit, memprof_young_trigger)), so a
+ * non-sampled allocation pays the one compare it already paid.
+ */
+
+/*
+ * Draw the next sample point below young_ptr.  Returns the new trigger,
+ * which is young_start when no sample falls in [young_start, young_ptr)
+ * (not sampling, inside a callback, or the gap is longer than what is
+ * left).  Call after every minor collection, on every switch of the
+ * running thread, and whenever update_young_limit is called.
+ */
+uintptr_t memprof_renew_minor_sample(uintptr_t young_ptr, uintptr_t young_start);
+
+/*
+ * The allocation slow path found that a bump of sum(wosizes[i] + 1) words
+ * below young_ptr crosses the trigger.  The host has NOT allocated.  The
+ * core works out each block's sample count, runs the alloc_minor callbacks
+ * before the blocks exist (the placeholder technique), then calls
+ * reserve(ctx), which must perform the combined allocation (collecting
+ * first if needed, without sampling) and return the address of its lowest
+ * word.  Block i's header is at base + 8 * sum_{j<i}(wosizes[j] + 1), its
+ * value one word above.  The core then binds the entries to the blocks and
+ * stores base in *base_out.
+ *
+ * Returns 0, or a callback's error code: then reserve was not called,
+ * nothing is allocated, and blocks whose alloc callback had run got a
+ * simulated dealloc_minor.
+ */
+int memprof_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosizes,
+			uintptr_t (*reserve)(void *ctx), void *ctx, uintptr_t *base_out);
+
+/* ---- Samples taken inside the runtime: callbacks postponed ----
+ * Each draws a binomial sample count; blocks with samples are tracked, and
+ * their alloc callbacks run at the next memprof_run_postponed.
+ */
+void memprof_track_major(memprof_value block, size_t wosize);
+void memprof_track_young_runtime(memprof_value block, size_t wosize);
+/* Custom block with out-of-heap memory: sampled by mem_bytes / 8 words. */
+void memprof_track_custom(memprof_value block, size_t mem_bytes);
+/* Bulk unmarshal: nblocks major blocks, source MEMPROF_SRC_MARSHAL. */
+void memprof_track_intern(size_t nblocks, const memprof_value *blocks,
+			  const size_t *wosizes);
+
+/* ---- Collections ---- */
+
+/*
+ * Minor collection, strong roots: call f on the user data of every entry
+ * in the young suffix [young, len) of the table, so the collector can
+ * promote and update them.  Only the young suffix is visited.
+ */
+void memprof_scan_young_roots(void (*f)(memprof_value *root, void *ctx), void *ctx);
+/* Major collection, strong roots: every entry's user data. */
+void memprof_scan_roots(void (*f)(memprof_value *root, void *ctx), void *ctx);
+/*
+ * Minor collection, weak pass, after the live young blocks were copied and
+ * before the minor heap is reused: visits only the young suffix, asks
+ * young_survived for each young block, records promotions and minor
+ * deaths, and resets the young index to len.
+ */
+void memprof_minor_update(void);
+/* Major collection, after marking and before sweeping: record major deaths. */
+void memprof_major_update(void);
+
+/* ---- Malloc-style hosts (blocks never move; they die by free) ---- */
+
+/*
+ * A malloc-style allocation of `words` words was sampled n_samples times
+ * (the host draws the count).  major: born major.  Runs the alloc callback
+ * now and returns its error.  *handle_out receives a handle for
+ * memprof_block_freed, 0 when the block is not tracked.
+ */
+int memprof_track_malloc(memprof_value block, size_t words, size_t n_samples, int major,
+			 uint64_t *handle_out);
+/* The tracked block with this handle was freed. */
+void memprof_block_freed(uint64_t handle);
+/* End of a young epoch: every young tracked block still alive is promoted. */
+void memprof_epoch_end(void);
+/* Per-thread draws for hosts that count down bytes/words themselves. */
+double memprof_current_rate(void); /* 0 when not sampling */
+size_t memprof_draw_gap(void);     /* words to the next sample, >= 1 */
+size_t memprof_draw_binomial(size_t words);
+
+/* ---- Safe points, threads ---- */
+
+/*
+ * Run the postponed callbacks.  Returns 0 or the first error a callback
+ * returned.  Call at safe points: allocation slow paths, polls, and on
+ * leaving a blocking section.  Also polls the tracer semaphore (attach
+ * turns sampling on, detach turns it off).
+ */
+int memprof_run_postponed(void);
+
+/* The running thread changed (a host with a runtime lock). */
+void memprof_thread_switched(void);
+
+/*
+ * The calling thread is exiting.  If it is inside a callback, the block
+ * that callback was for stops being tracked, as if it had returned
+ * MEMPROF_NONE.  Its thread-local state is released.
+ */
+void memprof_thread_exit(void);
+
+/* Is sampling on for the calling thread (on, and not inside a callback)? */
+int memprof_sampling_here(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
