@@ -1,0 +1,79 @@
+# rt: the reference generational runtime (runtime-probes/rt/), its tests
+# (tests/rt/) and the bundled workloads (runtime-probes/workloads/).
+#
+# Outputs: build/librt.a, build/san/librt.a (ASan+UBSan), build/nohook/librt.a
+# (compiled with -DRT_NO_MEMPROF: no memprof hook at all), the workload
+# binaries build/workload-sites, build/workload-seed, build/workload-seed-nohook,
+# and the Criterion binaries build/tests/rt/test-rt and build/san/tests/rt/test-rt.
+
+RT_SRCS := $(wildcard runtime-probes/rt/*.c)
+RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
+RT_SAN_OBJS := $(RT_SRCS:%.c=$(BUILD)/san/obj/%.o)
+RT_NOHOOK_OBJS := $(RT_SRCS:%.c=$(BUILD)/nohook/obj/%.o)
+
+RT_LIB := $(BUILD)/librt.a
+RT_SAN_LIB := $(BUILD)/san/librt.a
+RT_NOHOOK_LIB := $(BUILD)/nohook/librt.a
+
+# The memprof core the hooked builds link against (the core's outputs).
+RT_MEMPROF_A ?= $(BUILD)/libmemprof.a
+RT_MEMPROF_SAN_A ?= $(BUILD)/san/libmemprof.a
+
+ALL_TARGETS += $(RT_LIB) $(RT_SAN_LIB) $(RT_NOHOOK_LIB) $(BUILD)/workload-seed-nohook
+
+$(RT_LIB): $(RT_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(RT_SAN_LIB): $(RT_SAN_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+$(RT_NOHOOK_LIB): $(RT_NOHOOK_OBJS)
+	@mkdir -p $(@D)
+	$(AR) rcs $@ $^
+
+# The no-hook variant: same sources, one macro (see rt/rt_memprof.h).
+RT_NOHOOK_CFLAGS := $(CFLAGS) -DRT_NO_MEMPROF
+$(BUILD)/nohook/obj/%.o: %.c $(PUBLIC_HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(RT_NOHOOK_CFLAGS) -c $< -o $@
+
+# ---- Workloads ----
+WORKLOAD_SEED_NOHOOK_OBJS := $(BUILD)/nohook/obj/runtime-probes/workloads/seed.o \
+	$(BUILD)/nohook/obj/runtime-probes/workloads/options.o
+$(BUILD)/workload-seed-nohook: $(WORKLOAD_SEED_NOHOOK_OBJS) $(RT_NOHOOK_LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Binaries that link the memprof core exist once the core's fragment does
+# (or when RT_MEMPROF_A names another build of it).
+ifneq ($(wildcard runtime-probes/core.mk)$(filter command line,$(origin RT_MEMPROF_A)),)
+
+ALL_TARGETS += $(BUILD)/workload-sites $(BUILD)/workload-seed
+
+WORKLOAD_SITES_OBJS := $(BUILD)/obj/runtime-probes/workloads/sites.o \
+	$(BUILD)/obj/runtime-probes/workloads/options.o
+$(BUILD)/workload-sites: $(WORKLOAD_SITES_OBJS) $(RT_LIB) $(RT_MEMPROF_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(MEMPROF_LIBS) $(LDLIBS)
+
+WORKLOAD_SEED_OBJS := $(BUILD)/obj/runtime-probes/workloads/seed.o \
+	$(BUILD)/obj/runtime-probes/workloads/options.o
+$(BUILD)/workload-seed: $(WORKLOAD_SEED_OBJS) $(RT_LIB) $(RT_MEMPROF_A)
+	$(CC) $(CFLAGS) -o $@ $^ $(MEMPROF_LIBS) $(LDLIBS)
+
+# ---- Tests (GC correctness with sampling off), plain and sanitized ----
+RT_TEST_SRCS := $(wildcard tests/rt/*.c)
+RT_TEST_BIN := $(BUILD)/tests/rt/test-rt
+RT_TEST_SAN_BIN := $(BUILD)/san/tests/rt/test-rt
+EXTRA_CFLAGS_tests/rt/ := -Iruntime-probes/rt
+TEST_BINS += $(RT_TEST_BIN) $(RT_TEST_SAN_BIN)
+
+$(RT_TEST_BIN): $(RT_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(RT_LIB) $(RT_MEMPROF_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ $(MEMPROF_LIBS) -lcriterion $(LDLIBS)
+
+$(RT_TEST_SAN_BIN): $(RT_TEST_SRCS:%.c=$(BUILD)/san/obj/%.o) $(RT_SAN_LIB) $(RT_MEMPROF_SAN_A)
+	@mkdir -p $(@D)
+	$(CC) $(SAN_CFLAGS) -o $@ $^ $(MEMPROF_LIBS) -lcriterion $(LDLIBS)
+
+endif
