@@ -1,0 +1,85 @@
+/*
+ * Maps shared by bpf/memprof.bpf.c and the loader (userspace/).
+ *
+ * Include-free on purpose: included after vmlinux.h on the BPF side and
+ * after <linux/types.h> in user space.  Only fixed-width types.
+ *
+ * Maps:
+ *   stacks     array (mmapable), stack id -> struct memprof_stack
+ *   stack_aggs array (mmapable), stack id -> struct memprof_stack_agg
+ *   stack_ids  hash, 64-bit hash of the PCs -> stack id (dedupe)
+ *   blocks     hash, block id -> struct memprof_block (tracked, not yet dead)
+ * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
+ *
+ * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
+ * not be kept (stack table full, unreadable stack): their bytes still count.
+ */
+#ifndef MEMPROF_BPF_SHARED_H
+#define MEMPROF_BPF_SHARED_H
+
+/* Frames per stack, equal to MEMPROF_PROBE_MAX_STACK (checked by the loader). */
+#define MEMPROF_STACK_DEPTH 64
+/* Distinct stacks kept, the unknown stack included. */
+#define MEMPROF_MAX_STACKS 8192
+/* Tracked blocks alive at once. */
+#define MEMPROF_MAX_BLOCKS 262144
+#define MEMPROF_STACK_UNKNOWN 0u
+
+/* Views: per-stack aggregates, indexes of samples[] and bytes[]. */
+enum memprof_view {
+	MEMPROF_VIEW_ALLOC = 0,       /* every sampled allocation */
+	MEMPROF_VIEW_PROMOTED = 1,    /* promoted blocks */
+	MEMPROF_VIEW_FREED_YOUNG = 2, /* blocks that died young */
+	MEMPROF_VIEW_FREED_OLD = 3,   /* blocks that died old */
+	MEMPROF_VIEW_LIVE = 4,        /* tracked blocks not dead (yet) */
+	MEMPROF_N_VIEWS = 5,
+};
+
+/* Block flags. */
+#define MEMPROF_BLOCK_PROMOTED 1u
+#define MEMPROF_BLOCK_BORN_MAJOR 2u
+
+struct memprof_stack {
+	__u32 len; /* frames in pcs, innermost first */
+	__u32 pad;
+	__u64 pcs[MEMPROF_STACK_DEPTH];
+};
+
+/*
+ * Estimated bytes of one sample event: n_samples * inv_rate_q16 * 8 >> 16.
+ * Live is raised at sample time and lowered at death.
+ */
+struct memprof_stack_agg {
+	__u64 samples[MEMPROF_N_VIEWS];
+	__u64 bytes[MEMPROF_N_VIEWS];
+};
+
+struct memprof_block {
+	__u64 size_words;
+	__u64 n_samples;
+	__u64 est_bytes;
+	__u64 alloc_ns; /* bpf_ktime_get_ns at the sample */
+	__u32 stack_id;
+	__u32 flags; /* MEMPROF_BLOCK_* */
+};
+
+/* counters[] indexes: events seen, drops, checked invariants. */
+enum memprof_counter {
+	MEMPROF_CNT_SAMPLES = 0,        /* sample probes seen */
+	MEMPROF_CNT_PROMOTES,           /* promote probes seen */
+	MEMPROF_CNT_DEALLOCS,           /* dealloc probes seen */
+	MEMPROF_CNT_GCS,                /* gc probes seen */
+	MEMPROF_CNT_DROP_BLOCKS_FULL,   /* block map full: block not tracked */
+	MEMPROF_CNT_DROP_STACKS_FULL,   /* stack table full: unknown stack */
+	MEMPROF_CNT_DROP_STACK_HASH,    /* stack dedupe hash full: unknown stack */
+	MEMPROF_CNT_DROP_STACK_READ,    /* stack unreadable: unknown stack */
+	MEMPROF_CNT_DROP_SCRATCH,       /* per-CPU scratch missing */
+	MEMPROF_CNT_ORPHAN_PROMOTES,    /* promote of an id never sampled */
+	MEMPROF_CNT_ORPHAN_DEALLOCS,    /* dealloc of an id never sampled */
+	MEMPROF_CNT_DOUBLE_PROMOTES,    /* second promote of one id */
+	MEMPROF_CNT_DUPLICATE_IDS,      /* sample of an id already tracked */
+	MEMPROF_CNT_TRUNCATED_STACKS,   /* stack_len above MEMPROF_STACK_DEPTH */
+	MEMPROF_N_COUNTERS,
+};
+
+#endif

@@ -1,0 +1,338 @@
+/*
+ * attach-trigger: a small deterministic memprof host for the attach tests.
+ *
+ * It fires the memprof USDT probes exactly per memprof_probe_abi.h, behind
+ * their semaphores, exports memprof_probe_control and obeys the attach
+ * protocol: it samples only while the sample semaphore is up, at the rate
+ * the tracer requested, and forgets its tracked blocks when it drops.
+ *
+ * Its "heap" is simulated, its sampling is real: each iteration allocates
+ * one block per site (sizes below), sampled as a Bernoulli process over
+ * words (header included) with a fixed seed.  Every TRIGGER_EPOCH_ITERS
+ * iterations a "minor collection" kills the short-lived blocks (dealloc
+ * minor) and promotes the others; medium-lived blocks and born-major blocks
+ * die (dealloc major) TRIGGER_OLD_EPOCHS epochs later; long-lived blocks
+ * never die.  At exit a final minor and major collection run, so exactly
+ * the long-lived blocks stay live, and one line per site is printed:
+ *   site <name> words <W> live_words <L> sampled_words <S> samples <N> est_bytes <B>
+ * W counts every block, S, N and B only blocks allocated while sampling.
+ *
+ * Usage: attach-trigger [--iterations N] [--seconds S] [--wait-tracers K]
+ *                       [--ready-file F] [--map FILE] [--seed X]
+ */
+#define _SDT_HAS_SEMAPHORES 1
+#include <execinfo.h>
+#include <fcntl.h>
+#include <linux/types.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sdt.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memprof_probe_abi.h"
+
+#define TRIGGER_EPOCH_ITERS 64
+#define TRIGGER_OLD_EPOCHS 4
+#define TRIGGER_WAIT_TIMEOUT_S 60
+#define TRIGGER_DEFAULT_SEED 42
+/* In --seconds mode, pause this long every epoch (keeps a core free). */
+#define TRIGGER_EPOCH_PAUSE_NS 200000
+
+unsigned short memprof_sample_semaphore __attribute__((section(".probes")));
+unsigned short memprof_promote_semaphore __attribute__((section(".probes")));
+unsigned short memprof_dealloc_semaphore __attribute__((section(".probes")));
+
+__attribute__((used, visibility("default"))) struct memprof_probe_control
+	memprof_probe_control = {
+		.magic = MEMPROF_PROBE_CONTROL_MAGIC,
+		.abi_version = MEMPROF_PROBE_ABI_VERSION,
+};
+
+enum site { SITE_SHORT, SITE_MEDIUM, SITE_LONG, SITE_MAJOR, N_SITES };
+static const char *const site_names[N_SITES] = {"site_short_lived", "site_medium_lived",
+						 "site_long_lived", "site_major_blocks"};
+static const unsigned site_words[N_SITES] = {4, 8, 16, 300};
+
+struct site_stats {
+	uint64_t words, live_words, sampled_words, samples, est_bytes;
+};
+static struct site_stats stats[N_SITES];
+
+struct tracked {
+	uint64_t id;
+	enum site site;
+	unsigned age; /* epochs survived */
+	int old;      /* promoted or born major */
+};
+static struct tracked *tracked;
+static size_t n_tracked, cap_tracked;
+
+static int sampling;
+static double rate;
+static uint64_t inv_rate_q16;
+static uint64_t next_gap; /* words to the next sample point, >= 1 */
+static uint64_t next_id = 1;
+static uint64_t rng_state;
+
+static double rng_uniform(void)
+{
+	/* xorshift64*, in (0, 1]. */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return ((rng_state * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53 + 0x1.0p-53;
+}
+
+static uint64_t draw_gap(void)
+{
+	if (rate >= 1.0)
+		return 1;
+	return 1 + (uint64_t)floor(log(rng_uniform()) / log1p(-rate));
+}
+
+/* The safe point: follow the tracer semaphore. */
+static void poll_tracer(void)
+{
+	volatile unsigned short *sem = &memprof_sample_semaphore;
+	volatile struct memprof_probe_control *ctl = &memprof_probe_control;
+
+	if (*sem && !sampling) {
+		rate = ctl->requested_rate > 0 && ctl->requested_rate <= 1
+			       ? ctl->requested_rate
+			       : MEMPROF_PROBE_DEFAULT_RATE;
+		inv_rate_q16 = (uint64_t)llround(65536.0 / rate);
+		next_gap = draw_gap();
+		sampling = 1;
+		ctl->active_rate = rate;
+		ctl->flags |= MEMPROF_PROBE_F_TRACER;
+	} else if (!*sem && sampling) {
+		sampling = 0;
+		ctl->active_rate = 0;
+		ctl->flags &= ~MEMPROF_PROBE_F_TRACER;
+		n_tracked = 0; /* forget the tracer's blocks */
+	}
+}
+
+static void track(enum site s, uint64_t n, uint64_t size, const uintptr_t *stack, size_t len)
+{
+	int major = s == SITE_MAJOR;
+	uint64_t id = next_id++;
+
+	if (n_tracked == cap_tracked) {
+		cap_tracked = cap_tracked ? 2 * cap_tracked : 1024;
+		tracked = realloc(tracked, cap_tracked * sizeof(*tracked));
+		if (!tracked) {
+			fprintf(stderr, "attach-trigger: out of memory\n");
+			exit(1);
+		}
+	}
+	tracked[n_tracked++] = (struct tracked){.id = id, .site = s, .old = major};
+	memprof_probe_control.samples++;
+	stats[s].samples += n;
+	stats[s].est_bytes += (n * inv_rate_q16 * 8) >> MEMPROF_PROBE_RATE_SHIFT;
+	if (memprof_sample_semaphore)
+		STAP_PROBE7(memprof, sample, id, size, n,
+			    MEMPROF_PROBE_KIND_SOURCE(major ? MEMPROF_PROBE_KIND_MAJOR
+							    : MEMPROF_PROBE_KIND_MINOR,
+						      MEMPROF_PROBE_SRC_NORMAL),
+			    (uintptr_t)stack, len, inv_rate_q16);
+}
+
+/* Allocate one block of site s; called from the site functions. */
+static __attribute__((noinline)) void alloc_block(enum site s)
+{
+	uint64_t words = site_words[s] + 1, left = words, n = 0;
+	void *frames[MEMPROF_PROBE_MAX_STACK + 1];
+	int len;
+
+	stats[s].words += words;
+	if (s == SITE_LONG)
+		stats[s].live_words += words;
+	if (!sampling)
+		return;
+	stats[s].sampled_words += words;
+	while (next_gap <= left) {
+		left -= next_gap;
+		n++;
+		next_gap = draw_gap();
+	}
+	next_gap -= left;
+	if (!n)
+		return;
+	/* Frame 0 is this function: the stack starts at the site's frame. */
+	len = backtrace(frames, MEMPROF_PROBE_MAX_STACK + 1);
+	track(s, n, site_words[s], (const uintptr_t *)(frames + 1), len > 1 ? len - 1 : 0);
+}
+
+__attribute__((noinline)) void site_short_lived(void)
+{
+	alloc_block(SITE_SHORT);
+}
+
+__attribute__((noinline)) void site_medium_lived(void)
+{
+	alloc_block(SITE_MEDIUM);
+}
+
+__attribute__((noinline)) void site_long_lived(void)
+{
+	alloc_block(SITE_LONG);
+}
+
+__attribute__((noinline)) void site_major_blocks(void)
+{
+	alloc_block(SITE_MAJOR);
+}
+
+static void dealloc(const struct tracked *t, unsigned kind)
+{
+	if (memprof_dealloc_semaphore)
+		STAP_PROBE2(memprof, dealloc, t->id, (uint64_t)kind);
+}
+
+/* One collection: short blocks die young, the others are promoted, old
+ * medium and major blocks die after TRIGGER_OLD_EPOCHS (all if full). */
+static void collect(int full)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n_tracked; i++) {
+		struct tracked t = tracked[i];
+
+		if (t.site == SITE_SHORT) {
+			dealloc(&t, MEMPROF_PROBE_KIND_MINOR);
+			continue;
+		}
+		if (!t.old) {
+			t.old = 1;
+			if (memprof_promote_semaphore)
+				STAP_PROBE1(memprof, promote, t.id);
+		} else if (t.site != SITE_LONG && (full || ++t.age >= TRIGGER_OLD_EPOCHS)) {
+			dealloc(&t, MEMPROF_PROBE_KIND_MAJOR);
+			continue;
+		}
+		tracked[kept++] = t;
+	}
+	n_tracked = kept;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void wait_tracers(unsigned k)
+{
+	double deadline = now_s() + TRIGGER_WAIT_TIMEOUT_S;
+	const struct timespec pause = {0, 1000000};
+
+	while (*(volatile unsigned short *)&memprof_sample_semaphore < k) {
+		if (now_s() > deadline) {
+			fprintf(stderr, "attach-trigger: no tracer attached within %d s\n",
+				TRIGGER_WAIT_TIMEOUT_S);
+			exit(3);
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
+static void map_file(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) || st.st_size == 0 ||
+	    mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED) {
+		fprintf(stderr, "attach-trigger: cannot map %s\n", path);
+		exit(2);
+	}
+	close(fd);
+}
+
+static void write_ready(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) {
+		fprintf(stderr, "attach-trigger: cannot write %s\n", path);
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long iterations = 100000, wait = 0;
+	double seconds = 0, end;
+	const char *ready = NULL;
+	uint64_t seed = TRIGGER_DEFAULT_SEED;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v) {
+			fprintf(stderr, "attach-trigger: %s needs a value\n", a);
+			return 1;
+		}
+		if (!strcmp(a, "--iterations"))
+			iterations = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--seconds"))
+			seconds = atof(v);
+		else if (!strcmp(a, "--wait-tracers"))
+			wait = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--ready-file"))
+			ready = v;
+		else if (!strcmp(a, "--map"))
+			map_file(v);
+		else if (!strcmp(a, "--seed"))
+			seed = strtoull(v, NULL, 0);
+		else {
+			fprintf(stderr, "attach-trigger: unknown option %s\n", a);
+			return 1;
+		}
+		i++;
+	}
+	rng_state = seed ? seed : TRIGGER_DEFAULT_SEED;
+	{
+		void *warm[4];
+
+		backtrace(warm, 4); /* load the unwinder before any tracer attaches */
+	}
+	if (ready)
+		write_ready(ready);
+	if (wait)
+		wait_tracers(wait);
+	end = now_s() + seconds;
+	for (unsigned long it = 0; seconds > 0 ? now_s() < end : it < iterations; it++) {
+		if (it % TRIGGER_EPOCH_ITERS == 0) {
+			if (it)
+				collect(0);
+			poll_tracer();
+			if (seconds > 0)
+				nanosleep(&(struct timespec){0, TRIGGER_EPOCH_PAUSE_NS}, NULL);
+		}
+		site_short_lived();
+		site_medium_lived();
+		site_long_lived();
+		site_major_blocks();
+	}
+	collect(0);
+	collect(1);
+	for (int s = 0; s < N_SITES; s++)
+		printf("site %s words %llu live_words %llu sampled_words %llu samples %llu "
+		       "est_bytes %llu\n",
+		       site_names[s], (unsigned long long)stats[s].words,
+		       (unsigned long long)stats[s].live_words,
+		       (unsigned long long)stats[s].sampled_words,
+		       (unsigned long long)stats[s].samples,
+		       (unsigned long long)stats[s].est_bytes);
+	return 0;
+}

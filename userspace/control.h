@@ -1,0 +1,15 @@
+/* The target's memprof_probe_control block, read and written in place. */
+#ifndef MEMPROF_CONTROL_H
+#define MEMPROF_CONTROL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/types.h>
+#include "memprof_probe_abi.h"
+
+/* 0 or a negative errno. */
+int control_read(pid_t pid, uint64_t addr, struct memprof_probe_control *out);
+int control_write_rate(pid_t pid, uint64_t addr, double rate);
+
+#endif

@@ -1,0 +1,15 @@
+/* What the loader needs from the machine: privileges, BTF, uprobes. */
+#ifndef MEMPROF_ENVIRON_CHECK_H
+#define MEMPROF_ENVIRON_CHECK_H
+
+#include <stddef.h>
+
+/*
+ * 0 when the calling process has CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)
+ * in its effective set, the kernel exposes BTF and uprobe events.
+ * Otherwise -1 and err holds one line.
+ */
+int environ_check_privileges(char *err, size_t errlen);
+int environ_check_kernel(char *err, size_t errlen);
+
+#endif

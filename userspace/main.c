@@ -1,0 +1,410 @@
+/*
+ * memprof-bpf: attach to a process's memprof USDT probes and write what it
+ * allocates, by call stack, as folded stacks.  See usage() for the options
+ * and the exit codes.
+ */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "environ_check.h"
+#include "folded.h"
+#include "target.h"
+#include "tracer.h"
+
+/* Exit codes (also in usage()). */
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_USAGE = 1,  /* bad command line */
+	EXIT_TARGET = 2, /* no such pid, no memprof probes, corrupt ELF, bad control block */
+	EXIT_DENIED = 3, /* not privileged, kernel without BTF or uprobes */
+	EXIT_FAILED = 4, /* BPF load/attach failure, output error */
+};
+
+/* How often the maps are read, and the target's mappings re-read. */
+#define POLL_INTERVAL_MS 100
+#define MAPS_REFRESH_POLLS 10
+#define ERR_LEN 512
+
+static volatile sig_atomic_t stop_requested;
+static int verbose;
+
+struct options {
+	pid_t pid;
+	double seconds; /* 0: until the target exits or a signal */
+	const char *out_path;
+	const char *all_views_dir;
+	enum output_view view;
+	double rate;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view alloc|live|promoted|short]\n"
+		"                             [--all-views DIR] [--rate R] [-v]\n"
+		"Traces the memprof USDT probes of process PID and writes folded stacks weighted\n"
+		"in estimated bytes (to FILE or stdout; with --all-views, DIR/<view>.folded for\n"
+		"every view).  Stops after -d SECONDS, on SIGINT/SIGTERM, or when PID exits.\n"
+		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
+		"             the end; promoted: blocks promoted; short: blocks freed while young\n"
+		"  --rate R   sampling rate per word asked of the target (default %g)\n"
+		"  -v         verbose, with libbpf's own log\n"
+		"Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
+		"(no such process, no memprof probes, corrupt ELF), 3 not privileged or kernel\n"
+		"without BTF/uprobes, 4 BPF or output failure.\n",
+		MEMPROF_PROBE_DEFAULT_RATE);
+}
+
+static int die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("memprof-bpf: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	char *end;
+	long pid;
+
+	*o = (struct options){.view = OUT_ALLOC, .rate = MEMPROF_PROBE_DEFAULT_RATE};
+	if (argc < 3 || strcmp(argv[1], "attach")) {
+		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+			usage(stdout);
+			exit(EXIT_OK);
+		}
+		usage(stderr);
+		return -1;
+	}
+	errno = 0;
+	pid = strtol(argv[2], &end, 10);
+	if (errno || *end || pid <= 0 || pid > INT_MAX) {
+		die(EXIT_USAGE, "bad pid '%s'", argv[2]);
+		return -1;
+	}
+	o->pid = (pid_t)pid;
+	for (int i = 3; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-v")) {
+			verbose = 1;
+			continue;
+		}
+		if (!v) {
+			die(EXIT_USAGE, "option %s needs a value (see --help)", a);
+			return -1;
+		}
+		i++;
+		if (!strcmp(a, "-d")) {
+			o->seconds = strtod(v, &end);
+			if (*end || !(o->seconds > 0)) {
+				die(EXIT_USAGE, "bad duration '%s'", v);
+				return -1;
+			}
+		} else if (!strcmp(a, "-o")) {
+			o->out_path = v;
+		} else if (!strcmp(a, "--all-views")) {
+			o->all_views_dir = v;
+		} else if (!strcmp(a, "--view")) {
+			int view = output_view_parse(v);
+
+			if (view < 0) {
+				die(EXIT_USAGE, "unknown view '%s' (alloc, live, promoted, short)", v);
+				return -1;
+			}
+			o->view = view;
+		} else if (!strcmp(a, "--rate")) {
+			o->rate = strtod(v, &end);
+			if (*end || !(o->rate > 0 && o->rate <= 1)) {
+				die(EXIT_USAGE, "bad rate '%s' (a rate per word, in (0, 1])", v);
+				return -1;
+			}
+		} else {
+			die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return verbose ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Write the requested rate, after checking the control block's magic. */
+static int request_rate(const struct options *o, const struct target *t)
+{
+	struct memprof_probe_control ctl;
+	int rc;
+
+	if (!t->control_addr) {
+		fprintf(stderr,
+			"memprof-bpf: note: no %s symbol in process %d: its rate cannot be set\n",
+			MEMPROF_PROBE_CONTROL_SYMBOL, (int)o->pid);
+		return EXIT_OK;
+	}
+	rc = control_read(o->pid, t->control_addr, &ctl);
+	if (rc)
+		return die(rc == -EPERM ? EXIT_DENIED : EXIT_TARGET,
+			   "cannot read the control block of process %d: %s", (int)o->pid,
+			   strerror(-rc));
+	if (ctl.magic != MEMPROF_PROBE_CONTROL_MAGIC)
+		return die(EXIT_TARGET, "process %d: %s has a bad magic (corrupt or foreign)",
+			   (int)o->pid, MEMPROF_PROBE_CONTROL_SYMBOL);
+	if (ctl.abi_version != MEMPROF_PROBE_ABI_VERSION)
+		return die(EXIT_TARGET, "process %d: probe ABI version %u, this tracer knows %u",
+			   (int)o->pid, ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
+	rc = control_write_rate(o->pid, t->control_addr, o->rate);
+	if (rc)
+		return die(EXIT_TARGET, "cannot write the requested rate into process %d: %s",
+			   (int)o->pid, strerror(-rc));
+	return EXIT_OK;
+}
+
+/* Once the host has picked up the attach: say what rate is in force. */
+static int report_rate(const struct options *o, const struct target *t)
+{
+	struct memprof_probe_control ctl;
+
+	if (!t->control_addr || control_read(o->pid, t->control_addr, &ctl) || !ctl.active_rate)
+		return 0;
+	if (ctl.flags & MEMPROF_PROBE_F_IN_PROCESS)
+		fprintf(stderr,
+			"memprof-bpf: note: an in-process profile is sampling at rate %g; you "
+			"observe its samples at that rate\n",
+			ctl.active_rate);
+	else if (verbose)
+		fprintf(stderr, "memprof-bpf: target sampling at rate %g\n", ctl.active_rate);
+	return 1;
+}
+
+static void refresh_maps(pid_t pid, struct symbolizer *sym)
+{
+	struct proc_maps maps;
+
+	if (proc_maps_read(pid, &maps) == 0)
+		symbolizer_set_maps(sym, &maps);
+}
+
+/* Returns 1 if the target exited. */
+static int trace_loop(const struct options *o, const struct target *t, struct tracer *tr,
+		      struct symbolizer *sym)
+{
+	double end = o->seconds > 0 ? now_s() + o->seconds : 0;
+	int rate_reported = 0;
+
+	for (unsigned poll = 1; !stop_requested; poll++) {
+		struct timespec pause = {0, POLL_INTERVAL_MS * 1000000L};
+
+		nanosleep(&pause, NULL);
+		if (proc_exited(o->pid))
+			return 1;
+		if (!rate_reported)
+			rate_reported = report_rate(o, t);
+		if (tracer_read_blocks(tr) && verbose)
+			fprintf(stderr, "memprof-bpf: cannot read the block map: %s\n",
+				strerror(errno));
+		if (poll % MAPS_REFRESH_POLLS == 0)
+			refresh_maps(o->pid, sym);
+		if (end && now_s() >= end)
+			break;
+	}
+	return 0;
+}
+
+static int write_view(FILE *f, struct tracer *tr, struct symbolizer *sym, enum output_view v)
+{
+	return folded_write(f, tr->stacks, tr->aggs, tracer_n_stacks(tr), sym, v) < 0 ? -1 : 0;
+}
+
+static int write_output(const struct options *o, struct tracer *tr, struct symbolizer *sym)
+{
+	char path[PATH_MAX];
+
+	if (o->all_views_dir) {
+		if (mkdir(o->all_views_dir, 0755) && errno != EEXIST)
+			return die(EXIT_FAILED, "cannot create %s: %s", o->all_views_dir,
+				   strerror(errno));
+		for (int v = 0; v < N_OUT_VIEWS; v++) {
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s.folded", o->all_views_dir,
+				 output_view_names[v]);
+			f = fopen(path, "w");
+			if (!f || write_view(f, tr, sym, v) || fclose(f))
+				return die(EXIT_FAILED, "cannot write %s", path);
+		}
+		return EXIT_OK;
+	}
+	if (o->out_path) {
+		FILE *f = fopen(o->out_path, "w");
+
+		if (!f || write_view(f, tr, sym, o->view) || fclose(f))
+			return die(EXIT_FAILED, "cannot write %s", o->out_path);
+		return EXIT_OK;
+	}
+	if (write_view(stdout, tr, sym, o->view) || fflush(stdout))
+		return die(EXIT_FAILED, "cannot write the output");
+	return EXIT_OK;
+}
+
+static void report_counters(const struct tracer *tr)
+{
+	uint64_t drops[] = {
+		tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
+		tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
+		tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
+		tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
+		tracer_counter(tr, MEMPROF_CNT_DROP_SCRATCH),
+	};
+	uint64_t orphans = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
+			   tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
+	uint64_t oldest_ns = 0, now;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	for (size_t i = 0; i < tr->n_blocks; i++)
+		if (now > tr->blocks[i].b.alloc_ns && now - tr->blocks[i].b.alloc_ns > oldest_ns)
+			oldest_ns = now - tr->blocks[i].b.alloc_ns;
+	fprintf(stderr,
+		"memprof-bpf: stats: samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
+		" gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
+		" duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
+		"\n",
+		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
+		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
+		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
+		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS),
+		drops[0] + drops[1] + drops[2] + drops[3] + drops[4], tr->n_blocks,
+		oldest_ns / 1000000);
+	if (drops[0] + drops[1] + drops[2] + drops[3] + drops[4])
+		fprintf(stderr,
+			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
+			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
+			", stack unreadable %" PRIu64 ", no scratch %" PRIu64 "\n",
+			drops[0], drops[1], drops[2], drops[3], drops[4]);
+	if (orphans)
+		fprintf(stderr,
+			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks this "
+			"tracer never saw sampled\n",
+			orphans);
+	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
+		fprintf(stderr, "memprof-bpf: note: %" PRIu64 " stacks were cut to %d frames\n",
+			tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH);
+}
+
+static int run(const struct options *o, struct symbolizer *sym)
+{
+	char err[ERR_LEN];
+	struct target t;
+	struct tracer tr;
+	int code, exited;
+
+	if (kill(o->pid, 0) && errno == ESRCH)
+		return die(EXIT_TARGET, "no process with pid %d", (int)o->pid);
+	if (environ_check_privileges(err, sizeof(err)) || environ_check_kernel(err, sizeof(err)))
+		return die(EXIT_DENIED, "%s", err);
+	switch (target_scan(o->pid, sym, &t, err, sizeof(err))) {
+	case TARGET_OK:
+		break;
+	case TARGET_NO_ACCESS:
+		target_free(&t);
+		return die(EXIT_DENIED, "%s", err);
+	case TARGET_ERROR:
+		target_free(&t);
+		return die(EXIT_FAILED, "%s", err);
+	default:
+		target_free(&t);
+		return die(EXIT_TARGET, "%s", err);
+	}
+	code = request_rate(o, &t);
+	if (code) {
+		target_free(&t);
+		return code;
+	}
+	switch (tracer_open(&tr, o->pid, err, sizeof(err))) {
+	case TRACER_OK:
+		code = EXIT_OK;
+		break;
+	case TRACER_DENIED:
+		code = die(EXIT_DENIED, "%s", err);
+		break;
+	default:
+		code = die(EXIT_FAILED, "%s", err);
+	}
+	if (!code && tracer_attach(&tr, &t, err, sizeof(err)) != TRACER_OK)
+		code = die(proc_exited(o->pid) ? EXIT_TARGET : EXIT_FAILED, "%s", err);
+	if (code) {
+		tracer_close(&tr);
+		target_free(&t);
+		return code;
+	}
+	if (verbose)
+		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
+			t.n_files, (int)o->pid);
+	exited = trace_loop(o, &t, &tr, sym);
+	tracer_detach(&tr); /* the target's semaphores drop: it stops sampling */
+	if (exited)
+		fprintf(stderr, "memprof-bpf: note: process %d exited; writing what was collected\n",
+			(int)o->pid);
+	tracer_read_blocks(&tr);
+	code = write_output(o, &tr, sym);
+	report_counters(&tr);
+	tracer_close(&tr);
+	target_free(&t);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct symbolizer *sym;
+	struct options o;
+	int code;
+
+	if (parse_options(argc, argv, &o))
+		return EXIT_USAGE;
+	libbpf_set_print(libbpf_log);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sym = symbolizer_new();
+	if (!sym)
+		return die(EXIT_FAILED, "out of memory");
+	code = run(&o, sym);
+	symbolizer_free(sym);
+	return code;
+}

@@ -1,0 +1,88 @@
+/* Find the memprof probes and the control block in a process's mappings. */
+#include "target.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int seen_path(const struct proc_maps *m, size_t upto, const char *path)
+{
+	for (size_t i = 0; i < upto; i++)
+		if (!strcmp(m->regions[i].path, path))
+			return 1;
+	return 0;
+}
+
+static enum target_status add_file(struct target *t, const char *path, unsigned probes)
+{
+	struct probe_file *v = realloc(t->files, (t->n_files + 1) * sizeof(*v));
+
+	if (!v)
+		return TARGET_ERROR;
+	t->files = v;
+	v[t->n_files].path = strdup(path);
+	if (!v[t->n_files].path)
+		return TARGET_ERROR;
+	v[t->n_files++].probes = probes;
+	return TARGET_OK;
+}
+
+enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target *t, char *err,
+			       size_t errlen)
+{
+	struct proc_maps maps;
+	const struct proc_maps *m;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	rc = proc_maps_read(pid, &maps);
+	if (rc == -ESRCH) {
+		snprintf(err, errlen, "no process with pid %d", (int)pid);
+		return TARGET_NO_PROCESS;
+	}
+	if (rc) {
+		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", (int)pid, strerror(-rc));
+		return rc == -EACCES || rc == -EPERM ? TARGET_NO_ACCESS : TARGET_ERROR;
+	}
+	symbolizer_set_maps(sym, &maps);
+	m = symbolizer_maps(sym);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct map_region *r = &m->regions[i];
+		const struct elf_image *img;
+		enum elf_image_status st;
+
+		if (seen_path(m, i, r->path))
+			continue;
+		st = symbolizer_image(sym, r->path, &img, err, errlen);
+		if (st == ELF_IMAGE_NOT_ELF || st == ELF_IMAGE_IO)
+			continue; /* data files; files we cannot open are not probed */
+		if (st == ELF_IMAGE_CORRUPT)
+			return TARGET_BAD_ELF;
+		if (img->probes & (1u << ELF_PROBE_SAMPLE) &&
+		    add_file(t, r->path, img->probes) != TARGET_OK) {
+			snprintf(err, errlen, "out of memory");
+			return TARGET_ERROR;
+		}
+		if (img->control_addr && !t->control_addr)
+			t->control_addr =
+				img->control_addr + elf_image_bias(img, r->start, r->offset);
+	}
+	if (!t->n_files) {
+		snprintf(err, errlen,
+			 "process %d has no memprof probes (no mapped ELF file has a "
+			 "memprof:sample USDT note)",
+			 (int)pid);
+		return TARGET_NO_PROBES;
+	}
+	return TARGET_OK;
+}
+
+void target_free(struct target *t)
+{
+	for (size_t i = 0; i < t->n_files; i++)
+		free(t->files[i].path);
+	free(t->files);
+	memset(t, 0, sizeof(*t));
+}

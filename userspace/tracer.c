@@ -1,0 +1,193 @@
+/* libbpf skeleton handling: load, USDT attach, mmapped arrays, batch reads. */
+#include "tracer.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "memprof.skel.h"
+#include "memprof_probe_abi.h"
+
+_Static_assert(MEMPROF_STACK_DEPTH == MEMPROF_PROBE_MAX_STACK,
+	       "bpf/memprof.h and the probe ABI disagree on the stack depth");
+
+/* Entries fetched per bpf_map_lookup_batch call. */
+#define BLOCKS_BATCH 4096
+
+static enum tracer_status status_of(int err)
+{
+	err = err < 0 ? -err : err;
+	return err == EPERM || err == EACCES ? TRACER_DENIED : TRACER_FAILED;
+}
+
+static void *map_array(struct bpf_map *map, size_t *bytes)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t size = (size_t)bpf_map__value_size(map) * bpf_map__max_entries(map);
+	void *p;
+
+	size = (size + page - 1) / page * page;
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	*bytes = size;
+	return p;
+}
+
+enum tracer_status tracer_open(struct tracer *tr, pid_t pid, char *err, size_t errlen)
+{
+	int rc;
+
+	memset(tr, 0, sizeof(*tr));
+	tr->skel = memprof_bpf__open();
+	if (!tr->skel) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-rc));
+		return status_of(rc);
+	}
+	tr->skel->rodata->target_tgid = (__u32)pid;
+	rc = memprof_bpf__load(tr->skel);
+	if (rc) {
+		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -v for details)",
+			 strerror(-rc));
+		return status_of(rc);
+	}
+	tr->stacks = map_array(tr->skel->maps.stacks, &tr->stacks_bytes);
+	tr->aggs = map_array(tr->skel->maps.stack_aggs, &tr->aggs_bytes);
+	if (!tr->stacks || !tr->aggs) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot mmap the BPF arrays: %s", strerror(-rc));
+		return status_of(rc);
+	}
+	return TRACER_OK;
+}
+
+static struct bpf_program *program_of(struct tracer *tr, enum elf_probe p)
+{
+	switch (p) {
+	case ELF_PROBE_SAMPLE:
+		return tr->skel->progs.memprof_sample;
+	case ELF_PROBE_PROMOTE:
+		return tr->skel->progs.memprof_promote;
+	case ELF_PROBE_DEALLOC:
+		return tr->skel->progs.memprof_dealloc;
+	default:
+		return tr->skel->progs.memprof_gc;
+	}
+}
+
+enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char *err,
+				 size_t errlen)
+{
+	/*
+	 * The sample probe goes last: its semaphore starts the host sampling,
+	 * and by then the promote and dealloc programs are in place.
+	 */
+	static const enum elf_probe order[ELF_N_PROBES] = {ELF_PROBE_GC, ELF_PROBE_PROMOTE,
+							    ELF_PROBE_DEALLOC, ELF_PROBE_SAMPLE};
+
+	for (int o = 0; o < ELF_N_PROBES; o++) {
+		for (size_t f = 0; f < t->n_files; f++) {
+			enum elf_probe p = order[o];
+			struct bpf_link *link, **v;
+			int rc;
+
+			if (!(t->files[f].probes & (1u << p)))
+				continue;
+			link = bpf_program__attach_usdt(program_of(tr, p), t->pid, t->files[f].path,
+							MEMPROF_PROBE_PROVIDER, elf_probe_names[p],
+							NULL);
+			if (!link) {
+				rc = -errno;
+				snprintf(err, errlen, "cannot attach to memprof:%s in %s: %s",
+					 elf_probe_names[p], t->files[f].path, strerror(-rc));
+				return status_of(rc);
+			}
+			v = realloc(tr->links, (tr->n_links + 1) * sizeof(*v));
+			if (!v) {
+				bpf_link__destroy(link);
+				snprintf(err, errlen, "out of memory");
+				return TRACER_FAILED;
+			}
+			tr->links = v;
+			tr->links[tr->n_links++] = link;
+		}
+	}
+	return TRACER_OK;
+}
+
+void tracer_detach(struct tracer *tr)
+{
+	for (size_t i = 0; i < tr->n_links; i++)
+		bpf_link__destroy(tr->links[i]);
+	free(tr->links);
+	tr->links = NULL;
+	tr->n_links = 0;
+}
+
+int tracer_read_blocks(struct tracer *tr)
+{
+	int fd = bpf_map__fd(tr->skel->maps.blocks);
+	__u64 keys[BLOCKS_BATCH];
+	struct memprof_block vals[BLOCKS_BATCH];
+	__u32 cursor = 0;
+	int first = 1, done = 0;
+
+	tr->n_blocks = 0;
+	while (!done) {
+		__u32 count = BLOCKS_BATCH;
+		int rc = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor, keys, vals,
+					      &count, NULL);
+
+		if (rc) {
+			if (errno != ENOENT)
+				return -errno;
+			done = 1;
+		}
+		first = 0;
+		if (tr->n_blocks + count > tr->cap_blocks) {
+			size_t ncap = tr->cap_blocks ? 2 * tr->cap_blocks : BLOCKS_BATCH;
+			struct tracked_block *v;
+
+			while (ncap < tr->n_blocks + count)
+				ncap *= 2;
+			v = realloc(tr->blocks, ncap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			tr->blocks = v;
+			tr->cap_blocks = ncap;
+		}
+		for (__u32 i = 0; i < count; i++)
+			tr->blocks[tr->n_blocks++] = (struct tracked_block){keys[i], vals[i]};
+	}
+	return 0;
+}
+
+uint32_t tracer_n_stacks(const struct tracer *tr)
+{
+	uint32_t n = tr->skel->data->next_stack_id;
+
+	return n > MEMPROF_MAX_STACKS ? MEMPROF_MAX_STACKS : n;
+}
+
+uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c)
+{
+	return ((volatile __u64 *)tr->skel->bss->counters)[c];
+}
+
+void tracer_close(struct tracer *tr)
+{
+	tracer_detach(tr);
+	if (tr->stacks)
+		munmap((void *)tr->stacks, tr->stacks_bytes);
+	if (tr->aggs)
+		munmap((void *)tr->aggs, tr->aggs_bytes);
+	memprof_bpf__destroy(tr->skel);
+	free(tr->blocks);
+	memset(tr, 0, sizeof(*tr));
+}

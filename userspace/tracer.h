@@ -1,0 +1,52 @@
+/*
+ * The BPF side as the loader sees it: the skeleton, the USDT links, the
+ * mmapped stack and aggregate arrays, the counters, and a userspace copy
+ * of the tracked blocks (refreshed by batch lookups).
+ */
+#ifndef MEMPROF_TRACER_H
+#define MEMPROF_TRACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/types.h>
+#include "../bpf/memprof.h"
+#include "target.h"
+
+struct tracked_block {
+	uint64_t id;
+	struct memprof_block b;
+};
+
+struct tracer {
+	struct memprof_bpf *skel;
+	struct bpf_link **links;
+	size_t n_links;
+	const struct memprof_stack *stacks;  /* mmapped, MEMPROF_MAX_STACKS */
+	const struct memprof_stack_agg *aggs; /* mmapped, MEMPROF_MAX_STACKS */
+	size_t stacks_bytes, aggs_bytes;
+	struct tracked_block *blocks; /* last snapshot of the blocks map */
+	size_t n_blocks, cap_blocks;
+};
+
+enum tracer_status {
+	TRACER_OK = 0,
+	TRACER_DENIED = 1, /* the kernel said EPERM/EACCES */
+	TRACER_FAILED = 2,
+};
+
+/* Open and load the BPF object for pid; map the arrays. */
+enum tracer_status tracer_open(struct tracer *tr, pid_t pid, char *err, size_t errlen);
+/* Attach every memprof probe of every probe file of t. */
+enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char *err,
+				 size_t errlen);
+/* Destroy the links: the target's semaphores drop. */
+void tracer_detach(struct tracer *tr);
+/* Refresh tr->blocks from the blocks map (batch lookups).  0 or -errno. */
+int tracer_read_blocks(struct tracer *tr);
+uint32_t tracer_n_stacks(const struct tracer *tr);
+uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c);
+void tracer_close(struct tracer *tr);
+
+#endif
