@@ -296,10 +296,10 @@ Test(exception_callback, exception_comballoc)
 			     .dealloc_minor = comb_dealloc,
 			     .dealloc_major = comb_dealloc,
 			     .arg = &c};
-	rt_value arr = RT_UNIT, cons = RT_UNIT;
+	rt_value arr = RT_UNIT, cons = RT_UNIT, first = RT_UNIT;
 	rt_value blocks[COMB_N];
 	int n_exc = 0;
-	RT_ROOTS(2, &arr, &cons);
+	RT_ROOTS(3, &arr, &cons, &first);
 
 	for (int p = 1; p <= PROFILES; p++) {
 		c.profile = p;
@@ -315,13 +315,14 @@ Test(exception_callback, exception_comballoc)
 				     "profile %d: a failed combined allocation allocated", p);
 			n_exc++;
 		} else {
-			/* The blocks only live through the cons: no GC in between. */
+			/* The combined blocks live through their first one. */
+			first = blocks[0];
 			err = rt_alloc(2, 0, &cons);
 			if (err) {
 				cr_assert_eq(err, ERR_COMB);
 				n_exc++;
 			} else {
-				rt_store_field(cons, 0, blocks[0]);
+				rt_store_field(cons, 0, first);
 				rt_store_field(cons, 1, arr);
 				arr = cons;
 			}
@@ -330,7 +331,7 @@ Test(exception_callback, exception_comballoc)
 		rt_minor_gc();
 		harness_settle();
 	}
-	arr = cons = RT_UNIT;
+	arr = cons = first = RT_UNIT;
 	rt_major_gc();
 	harness_settle();
 	RT_ROOTS_END();
