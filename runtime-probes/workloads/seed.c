@@ -34,13 +34,6 @@ struct seed_options {
 	uint64_t iterations;
 };
 
-static int usage(void)
-{
-	fprintf(stderr, "usage: workload-seed [--kind short|long] [--tracked 0|1] [--rate R] "
-			"[--iterations N]\n");
-	return 2;
-}
-
 static int parse(int argc, char **argv, struct seed_options *o)
 {
 	for (int i = 1; i < argc; i++) {
@@ -68,7 +61,10 @@ static int parse(int argc, char **argv, struct seed_options *o)
 			if (option_u64(arg, val, 1, UINT64_MAX >> 1, &o->iterations))
 				return -1;
 		} else {
-			fprintf(stderr, "workload-seed: unknown option '%s'\n", arg);
+			fprintf(stderr,
+				"workload-seed: unknown option '%s' (options: --kind short|long, "
+				"--tracked 0|1, --rate R, --iterations N)\n",
+				arg);
 			return -1;
 		}
 	}
@@ -147,7 +143,7 @@ int main(int argc, char **argv)
 	int err;
 
 	if (parse(argc, argv, &o))
-		return usage();
+		return 2; /* parse printed the one line */
 	if (rt_init(NULL)) {
 		fprintf(stderr, "workload-seed: rt_init failed\n");
 		return 1;
