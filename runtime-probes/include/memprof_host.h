@@ -67,6 +67,10 @@ void memprof_host_init(const memprof_host_ops *ops);
  */
 uintptr_t memprof_renew_minor_sample(uintptr_t young_ptr, uintptr_t young_start);
 
+/* The trigger drawn last (by memprof_renew_minor_sample or on return from
+ * memprof_track_young, which renews it below the new blocks). */
+uintptr_t memprof_young_trigger(void);
+
 /*
  * The allocation slow path found that a bump of sum(wosizes[i] + 1) words
  * below young_ptr crosses the trigger.  The host has NOT allocated.  The

@@ -1,0 +1,138 @@
+/*
+ * Internal state of the memprof core, shared by the files of this folder.
+ * Not a public header: hosts use memprof.h and memprof_host.h.
+ */
+#ifndef MEMPROF_CORE_H
+#define MEMPROF_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "memprof.h"
+#include "memprof_host.h"
+#include "memprof_probe_abi.h"
+#include "entries.h"
+
+/* A user profile: one memprof_start .. memprof_stop (and what it tracked). */
+struct profile {
+	memprof_tracker tracker; /* copy of the caller's tracker */
+	size_t callstack_size;   /* frames handed to alloc callbacks */
+	double lambda;           /* its sampling rate */
+	size_t refs;             /* entries pointing here, +1 while sampling */
+};
+
+/* Everything behind memprof_core.lock.  One instance: `core`. */
+struct core_state {
+	pthread_mutex_t lock;
+	struct entries tbl;       /* the tracked-block table (entries.h) */
+	struct profile *sampling; /* the user profile sampling now, or NULL */
+	int tracer_on;            /* the sample semaphore was last seen raised */
+	double tracer_rate;       /* rate in force for a tracer-only profile */
+	memprof_stats stats;      /* samples, dropped, callbacks, last_minor_scan */
+	memprof_host_ops ops;     /* the host's hooks (zeroed: no host) */
+};
+extern struct core_state memprof_core;
+
+/* Index value meaning "no entry". */
+#define NO_INDEX SIZE_MAX
+
+/* ---- per-thread state (thread.c) ---- */
+struct thread_state {
+	uint64_t rng[4];       /* xoshiro256+ state */
+	int seeded;            /* rng was initialised */
+	int in_callback;       /* a callback runs on this thread: no sampling */
+	size_t **held;         /* index variables of the entries this thread pins */
+	size_t n_held;         /* entries in held */
+	uintptr_t *cb_stack;   /* call stack handed to the running alloc callback (owned) */
+	int in_core;           /* inside memprof_track_malloc: nested calls (from the
+				* core's own malloc) are not sampled */
+};
+extern _Thread_local struct thread_state memprof_ts;
+
+/* ---- rate in force (rate.c), readable without the lock ---- */
+struct rate {
+	double lambda;        /* samples per word, 0 when not sampling */
+	double inv_log1m;     /* 1 / log(1 - lambda) (-0.0 when lambda is 1) */
+};
+void rate_read(struct rate *out);
+/* Recompute the rate in force from memprof_core.sampling / memprof_core.tracer_on.  Locked. */
+void rate_update_locked(void);
+
+/* ---- random draws (rng.c) ---- */
+/* Largest gap returned: "no sample in any allocation we will ever see". */
+#define GAP_NEVER ((size_t)1 << 62)
+size_t rng_geometric(const struct rate *r);
+size_t rng_binomial(const struct rate *r, size_t words);
+
+/* ---- call stacks (callstack.c) ---- */
+/* A capture buffer: on the stack up to the probe maximum, else malloc'ed. */
+struct stack_buf {
+	uintptr_t local[MEMPROF_PROBE_MAX_STACK];
+	uintptr_t *buf;
+	size_t want; /* frames to capture */
+	size_t len;  /* frames captured */
+};
+void stack_buf_init(struct stack_buf *sb);
+void stack_buf_free(struct stack_buf *sb);
+/*
+ * Capture up to max return addresses of the host code that called the core.
+ * Must be called directly from an exported core function (it skips its own
+ * frame and that one).
+ */
+size_t callstack_capture(uintptr_t *buf, size_t max);
+/* Frames to capture for a sample now: profile's size, or the probe maximum. */
+size_t callstack_wanted(void);
+
+/* ---- sampling (sample.c) ---- */
+/* Flags of sample_new_locked. */
+#define SAMPLE_YOUNG 1u        /* born in the minor heap / young epoch */
+#define SAMPLE_KEEP_STACK 2u   /* copy the stack for a postponed alloc callback */
+#define SAMPLE_MALLOC 4u       /* malloc-style: direct callbacks, a handle */
+#define SAMPLE_UNBOUND 8u      /* placeholder of memprof_track_young */
+/*
+ * Create the entry of a sampled block and fire the sample probe.  Locked.
+ * NO_INDEX when nobody wants it (no profile, no tracer) or the table could
+ * not grow (counted as dropped).
+ */
+size_t sample_new_locked(memprof_value block, size_t wosize, size_t n_samples, unsigned source,
+			 unsigned flags, const uintptr_t *stack, size_t stack_len,
+			 const struct rate *r);
+
+/* ---- probes (probes.c) ---- */
+#define SEMAPHORE_UP(s) (*(volatile unsigned short *)&(s) != 0)
+extern unsigned short memprof_sample_semaphore;
+extern unsigned short memprof_promote_semaphore;
+extern unsigned short memprof_dealloc_semaphore;
+extern unsigned short memprof_gc_semaphore;
+extern struct memprof_probe_control memprof_probe_control;
+void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind,
+		       unsigned source, const uintptr_t *stack, size_t stack_len, double lambda);
+void probe_fire_promote(uint64_t id);
+void probe_fire_dealloc(uint64_t id, unsigned kind);
+void probe_count_dropped(void);
+/* Update control.flags and active_rate from the core state.  Locked. */
+void probe_publish_locked(void);
+/*
+ * Compare the sample semaphore with the last state seen; on attach start the
+ * tracer-only sampling, on detach stop it.  Returns 1 when the rate changed.
+ */
+int probe_poll(void);
+
+/* ---- callbacks (callbacks.c) ---- */
+/*
+ * Run the pending callback of the entry at *ip (not busy, pending).  Called
+ * and returns with memprof_core.lock held; drops it while the callback runs.
+ * Returns the callback's error.  stack/stack_len, when stack is not NULL,
+ * is the call stack handed to an alloc callback instead of the entry's.
+ */
+int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len);
+/* Run pending callbacks until none is left or one fails.  Locked. */
+int callbacks_run_pending_locked(void);
+/* Call a host hook that must run without the lock (may be NULL). */
+void host_update_young_limit(void);
+void host_request_safe_point(void);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * USDT probes (provider "memprof", see memprof_probe_abi.h), their
+ * semaphores, the control block a tracer finds by ELF symbol, and the attach
+ * protocol: a raised sample semaphore turns tracer-only sampling on when no
+ * in-process profile samples; a lowered one turns it off and forgets the
+ * blocks tracked only for the tracer.
+ */
+#include <math.h>
+
+#include "core.h"
+#include "memprof_probes.h"
+
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+
+/* The kernel increments these (uprobe ref_ctr_offset) while a probe is attached. */
+unsigned short memprof_sample_semaphore __attribute__((section(".probes"), used));
+unsigned short memprof_promote_semaphore __attribute__((section(".probes"), used));
+unsigned short memprof_dealloc_semaphore __attribute__((section(".probes"), used));
+unsigned short memprof_gc_semaphore __attribute__((section(".probes"), used));
+
+__attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
+	.magic = MEMPROF_PROBE_CONTROL_MAGIC,
+	.abi_version = MEMPROF_PROBE_ABI_VERSION,
+};
+
+/* Mirror of memprof_core.tracer_on, read without the lock by probe_poll. */
+static atomic_int tracer_seen;
+
+void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind,
+		       unsigned source, const uintptr_t *stack, size_t stack_len, double lambda)
+{
+	double inv = lambda > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / lambda) : 0;
+	uint64_t inv_q16 = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
+	uint64_t ks = MEMPROF_PROBE_KIND_SOURCE(kind, source);
+	uint64_t sp = (uint64_t)(uintptr_t)stack;
+	uint64_t sl = stack_len > MEMPROF_PROBE_MAX_STACK ? MEMPROF_PROBE_MAX_STACK : stack_len;
+	uint64_t size = wosize, n = n_samples;
+
+	if (SEMAPHORE_UP(memprof_sample_semaphore)) {
+		DTRACE_PROBE7(memprof, sample, id, size, n, ks, sp, sl, inv_q16);
+		__atomic_fetch_add(&memprof_probe_control.samples, 1, __ATOMIC_RELAXED);
+	}
+}
+
+void probe_fire_promote(uint64_t id)
+{
+	if (SEMAPHORE_UP(memprof_promote_semaphore))
+		DTRACE_PROBE1(memprof, promote, id);
+}
+
+void probe_fire_dealloc(uint64_t id, unsigned kind)
+{
+	uint64_t k = kind;
+
+	if (SEMAPHORE_UP(memprof_dealloc_semaphore))
+		DTRACE_PROBE2(memprof, dealloc, id, k);
+}
+
+void memprof_probe_gc(unsigned phase, uint64_t minor_heap_bytes, uint64_t major_heap_bytes)
+{
+	uint64_t p = phase;
+
+	if (SEMAPHORE_UP(memprof_gc_semaphore))
+		DTRACE_PROBE3(memprof, gc, p, minor_heap_bytes, major_heap_bytes);
+}
+
+void probe_count_dropped(void)
+{
+	memprof_core.stats.dropped++;
+	__atomic_fetch_add(&memprof_probe_control.dropped, 1, __ATOMIC_RELAXED);
+}
+
+void probe_publish_locked(void)
+{
+	struct rate r;
+	uint32_t flags = 0;
+
+	if (memprof_core.sampling)
+		flags = MEMPROF_PROBE_F_IN_PROCESS;
+	else if (memprof_core.tracer_on)
+		flags = MEMPROF_PROBE_F_TRACER;
+	rate_read(&r);
+	__atomic_store(&memprof_probe_control.active_rate, &r.lambda, __ATOMIC_RELAXED);
+	__atomic_store_n(&memprof_probe_control.flags, flags, __ATOMIC_RELEASE);
+}
+
+static double probe_requested_rate(void)
+{
+	double want = *(volatile double *)&memprof_probe_control.requested_rate;
+
+	if (isnan(want) || want <= 0 || want > 1)
+		return MEMPROF_PROBE_DEFAULT_RATE;
+	return want;
+}
+
+/* The tracer went away: entries kept only for it go, the others stop firing. */
+static void probe_forget_locked(void)
+{
+	for (size_t i = 0; i < memprof_core.tbl.len; i++) {
+		struct entry *e = &memprof_core.tbl.t[i];
+		if (!e->traced)
+			continue;
+		e->traced = 0;
+		entries_settle(i);
+	}
+	entries_compact();
+}
+
+int probe_poll(void)
+{
+	int up = SEMAPHORE_UP(memprof_sample_semaphore);
+
+	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed))
+		return 0;
+	int changed = 0;
+	pthread_mutex_lock(&memprof_core.lock);
+	if (up != memprof_core.tracer_on) {
+		memprof_core.tracer_on = up;
+		atomic_store_explicit(&tracer_seen, up, memory_order_relaxed);
+		if (up)
+			memprof_core.tracer_rate = probe_requested_rate();
+		else
+			probe_forget_locked();
+		changed = memprof_core.sampling == NULL;
+		rate_update_locked();
+	}
+	pthread_mutex_unlock(&memprof_core.lock);
+	return changed;
+}

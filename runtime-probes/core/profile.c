@@ -1,0 +1,150 @@
+/*
+ * Profiles: memprof_start / stop / discard, the rate in force, the host's
+ * hooks and the counters.
+ *
+ * The rate in force is the sampling user profile's rate, else the tracer's
+ * rate while a tracer is attached, else 0.  It is published through a
+ * sequence lock so the sampling paths read it without memprof_core.lock.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+struct core_state memprof_core = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static atomic_uint rate_seq; /* odd while being written */
+static _Atomic double rate_lambda;
+static _Atomic double rate_inv_log1m;
+
+void rate_read(struct rate *out)
+{
+	unsigned seq;
+
+	do {
+		seq = atomic_load_explicit(&rate_seq, memory_order_acquire);
+		out->lambda = atomic_load_explicit(&rate_lambda, memory_order_relaxed);
+		out->inv_log1m = atomic_load_explicit(&rate_inv_log1m, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+	} while ((seq & 1) || seq != atomic_load_explicit(&rate_seq, memory_order_relaxed));
+}
+
+void rate_update_locked(void)
+{
+	double lambda = 0;
+
+	if (memprof_core.sampling)
+		lambda = memprof_core.sampling->lambda;
+	else if (memprof_core.tracer_on)
+		lambda = memprof_core.tracer_rate;
+	atomic_fetch_add_explicit(&rate_seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&rate_lambda, lambda, memory_order_relaxed);
+	atomic_store_explicit(&rate_inv_log1m, lambda > 0 ? 1.0 / log1p(-lambda) : 0.0,
+			      memory_order_relaxed);
+	atomic_fetch_add_explicit(&rate_seq, 1, memory_order_release);
+	probe_publish_locked();
+}
+
+void memprof_host_init(const memprof_host_ops *ops)
+{
+	pthread_mutex_lock(&memprof_core.lock);
+	if (ops)
+		memprof_core.ops = *ops;
+	else
+		memset(&memprof_core.ops, 0, sizeof(memprof_core.ops));
+	pthread_mutex_unlock(&memprof_core.lock);
+}
+
+void host_update_young_limit(void)
+{
+	void (*f)(void) = memprof_core.ops.update_young_limit;
+
+	if (f)
+		f();
+}
+
+void host_request_safe_point(void)
+{
+	void (*f)(void) = memprof_core.ops.request_safe_point;
+
+	if (f)
+		f();
+}
+
+int memprof_start(double rate, size_t callstack_size, const memprof_tracker *tracker)
+{
+	if (isnan(rate) || rate < 0 || rate > 1)
+		return EINVAL;
+	struct profile *p = calloc(1, sizeof(*p));
+	if (!p)
+		return ENOMEM;
+	if (tracker)
+		p->tracker = *tracker;
+	p->callstack_size = callstack_size;
+	p->lambda = rate;
+	p->refs = 1;
+
+	pthread_mutex_lock(&memprof_core.lock);
+	if (memprof_core.sampling) {
+		pthread_mutex_unlock(&memprof_core.lock);
+		free(p);
+		return EBUSY;
+	}
+	memprof_core.sampling = p;
+	rate_update_locked();
+	pthread_mutex_unlock(&memprof_core.lock);
+	host_update_young_limit();
+	return 0;
+}
+
+int memprof_stop(void)
+{
+	pthread_mutex_lock(&memprof_core.lock);
+	struct profile *p = memprof_core.sampling;
+	if (!p) {
+		pthread_mutex_unlock(&memprof_core.lock);
+		return EINVAL;
+	}
+	memprof_core.sampling = NULL;
+	if (--p->refs == 0)
+		free(p);
+	rate_update_locked();
+	pthread_mutex_unlock(&memprof_core.lock);
+	host_update_young_limit();
+	return 0;
+}
+
+int memprof_discard(void)
+{
+	pthread_mutex_lock(&memprof_core.lock);
+	if (memprof_core.sampling) {
+		pthread_mutex_unlock(&memprof_core.lock);
+		return EBUSY;
+	}
+	/* Every profile left is stopped: forget what it tracked.  Entries a
+	 * tracer saw stay, without callbacks, for their probes. */
+	for (size_t i = 0; i < memprof_core.tbl.len; i++) {
+		struct entry *e = &memprof_core.tbl.t[i];
+		if (!e->prof)
+			continue;
+		entry_drop_profile(e);
+		e->data = MEMPROF_NONE;
+		entries_settle(i);
+	}
+	entries_compact();
+	pthread_mutex_unlock(&memprof_core.lock);
+	return 0;
+}
+
+void memprof_get_stats(memprof_stats *out)
+{
+	pthread_mutex_lock(&memprof_core.lock);
+	*out = memprof_core.stats;
+	out->tracked = memprof_core.tbl.len - memprof_core.tbl.n_deleted;
+	pthread_mutex_unlock(&memprof_core.lock);
+}

@@ -1,0 +1,23 @@
+/*
+ * memprof probes a host may fire itself.  The sample, promote and dealloc
+ * probes are fired by the core; the gc probe belongs to the host's
+ * collector.  Each sits behind its USDT semaphore: while no tracer is
+ * attached a call costs one load and one branch.
+ */
+#ifndef MEMPROF_PROBES_H
+#define MEMPROF_PROBES_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Fire memprof:gc (phase is one of MEMPROF_PROBE_GC_* in memprof_probe_abi.h). */
+void memprof_probe_gc(unsigned phase, uint64_t minor_heap_bytes, uint64_t major_heap_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
