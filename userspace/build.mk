@@ -2,11 +2,10 @@
 # the attach tests (tests/attach/) and `make demo`.
 
 LOADER := $(BUILD)/memprof-bpf
-LOADER_SRCS := userspace/main.c userspace/tracer.c userspace/target.c userspace/control.c \
-	userspace/environ_check.c
+LOADER_SRCS := userspace/main.c userspace/tracer.c userspace/environ_check.c
 # The ELF, /proc and folded-output parts, also linked into the tests.
 LOADER_LIB_SRCS := userspace/elfimage.c userspace/procmaps.c userspace/symbolize.c \
-	userspace/folded.c userspace/control.c
+	userspace/folded.c userspace/control.c userspace/target.c
 LOADER_LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LOADER_LIB_SRCS))
 LOADER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(LOADER_SRCS) $(LOADER_LIB_SRCS)))
 LOADER_LIBS := -lbpf -lelf -lz
@@ -33,7 +32,8 @@ $(ATTACH_TRIGGER): $(BUILD)/obj/tests/attach/trigger.o
 	$(CC) $(CFLAGS) $^ -o $@ -lm
 
 ATTACH_TEST_OBJS := $(BUILD)/obj/tests/attach/test_attach.o \
-	$(BUILD)/obj/tests/attach/attach_util.o $(BUILD)/obj/tests/attach/test_elfimage.o
+	$(BUILD)/obj/tests/attach/attach_util.o $(BUILD)/obj/tests/attach/test_elfimage.o \
+	$(BUILD)/obj/tests/attach/test_errors.o
 $(ATTACH_TEST_OBJS): bpf/memprof.h tests/attach/attach_util.h
 
 $(ATTACH_TEST): $(ATTACH_TEST_OBJS) $(LOADER_LIB_OBJS) | $(LOADER) $(ATTACH_TRIGGER)

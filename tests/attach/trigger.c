@@ -18,7 +18,10 @@
  * W counts every block, S, N and B only blocks allocated while sampling.
  *
  * Usage: attach-trigger [--iterations N] [--seconds S] [--wait-tracers K]
- *                       [--ready-file F] [--map FILE] [--seed X]
+ *                       [--ready-file F] [--start-file F] [--map FILE] [--seed X]
+ * --wait-tracers K waits for the sample semaphore to reach K (the kernel
+ * counts one per probe, not per tracer: K is 0 or 1); --start-file then
+ * waits for F to exist (the test creates it once all its tracers attached).
  */
 #define _SDT_HAS_SEMAPHORES 1
 #include <execinfo.h>
@@ -245,6 +248,21 @@ static void wait_tracers(unsigned k)
 	}
 }
 
+static void wait_start_file(const char *path)
+{
+	double deadline = now_s() + TRIGGER_WAIT_TIMEOUT_S;
+	const struct timespec pause = {0, 1000000};
+
+	while (access(path, F_OK)) {
+		if (now_s() > deadline) {
+			fprintf(stderr, "attach-trigger: %s not created within %d s\n", path,
+				TRIGGER_WAIT_TIMEOUT_S);
+			exit(3);
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
 static void map_file(const char *path)
 {
 	int fd = open(path, O_RDONLY);
@@ -272,7 +290,7 @@ int main(int argc, char **argv)
 {
 	unsigned long iterations = 100000, wait = 0;
 	double seconds = 0, end;
-	const char *ready = NULL;
+	const char *ready = NULL, *start = NULL;
 	uint64_t seed = TRIGGER_DEFAULT_SEED;
 
 	for (int i = 1; i < argc; i++) {
@@ -290,6 +308,8 @@ int main(int argc, char **argv)
 			wait = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--ready-file"))
 			ready = v;
+		else if (!strcmp(a, "--start-file"))
+			start = v;
 		else if (!strcmp(a, "--map"))
 			map_file(v);
 		else if (!strcmp(a, "--seed"))
@@ -310,6 +330,8 @@ int main(int argc, char **argv)
 		write_ready(ready);
 	if (wait)
 		wait_tracers(wait);
+	if (start)
+		wait_start_file(start);
 	end = now_s() + seconds;
 	for (unsigned long it = 0; seconds > 0 ? now_s() < end : it < iterations; it++) {
 		if (it % TRIGGER_EPOCH_ITERS == 0) {

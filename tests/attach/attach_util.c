@@ -1,0 +1,293 @@
+/* Process, file and output helpers of the attach tests. */
+#include "attach_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+#include "control.h"
+#include "target.h"
+
+#define STATS_PREFIX "memprof-bpf: stats:"
+#define BOUND_SIGMAS 5.7
+#define MAX_ARGS 32
+
+void tmpdir_make(char *out, size_t len)
+{
+	snprintf(out, len, "/tmp/memprof-attach-XXXXXX");
+	if (!mkdtemp(out))
+		out[0] = '\0';
+}
+
+static void redirect(const char *path, int fd)
+{
+	int f = open(path ? path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (f >= 0) {
+		dup2(f, fd);
+		close(f);
+	}
+}
+
+pid_t spawn(char *const argv[], const char *out, const char *err)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		redirect(out, STDOUT_FILENO);
+		redirect(err, STDERR_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+int wait_exit(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int wait_file(const char *path, double timeout_s)
+{
+	const struct timespec pause = {0, 10000000};
+
+	for (double waited = 0; waited < timeout_s; waited += 0.01) {
+		struct stat st;
+
+		if (!stat(path, &st) && st.st_size > 0)
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -1;
+}
+
+static int build_argv(char *argv[], const char *bin, const char *const args[])
+{
+	int n = 0;
+
+	argv[n++] = (char *)bin;
+	for (int i = 0; args && args[i] && n < MAX_ARGS - 1; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	return n;
+}
+
+pid_t trigger_start(const char *dir, const char *out, const char *const args[])
+{
+	char ready[512], *argv[MAX_ARGS];
+	const char *all[MAX_ARGS];
+	int n = 0;
+	pid_t pid;
+
+	snprintf(ready, sizeof(ready), "%s/trigger-%d.ready", dir, (int)rand());
+	all[n++] = "--ready-file";
+	all[n++] = ready;
+	for (int i = 0; args && args[i] && n < MAX_ARGS - 1; i++)
+		all[n++] = args[i];
+	all[n] = NULL;
+	build_argv(argv, TRIGGER_BIN, all);
+	pid = spawn(argv, out, NULL);
+	if (pid < 0 || wait_file(ready, 10) < 0)
+		return -1;
+	return pid;
+}
+
+pid_t loader_start(const char *err_path, const char *const args[])
+{
+	char *argv[MAX_ARGS];
+
+	build_argv(argv, LOADER_BIN, args);
+	return spawn(argv, NULL, err_path);
+}
+
+int loader_run(const char *err_path, const char *const args[])
+{
+	return wait_exit(loader_start(err_path, args));
+}
+
+static int site_slot(struct site_table *t, const char *name)
+{
+	int i = site_table_find(t, name);
+
+	if (i >= 0 || t->n == MAX_SITES)
+		return i;
+	snprintf(t->name[t->n], SITE_NAME_MAX, "%s", name);
+	return t->n++;
+}
+
+int site_table_find(const struct site_table *t, const char *name)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->name[i], name))
+			return i;
+	return -1;
+}
+
+long long site_value(const struct site_table *t, const char *name, int col)
+{
+	int i = site_table_find(t, name);
+
+	return i < 0 ? 0 : t->v[i][col];
+}
+
+int site_table_read_folded(const char *path, struct site_table *t)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t len = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!f)
+		return -1;
+	while (getline(&line, &len, f) > 0) {
+		char *sp = strrchr(line, ' '), *site = NULL, *p;
+		int i;
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		/* The innermost frame naming a site. */
+		for (p = strtok(line, ";"); p; p = strtok(NULL, ";"))
+			if (!strncmp(p, "site_", 5))
+				site = p;
+		i = site_slot(t, site ? site : "(no site)");
+		if (i >= 0)
+			t->v[i][0] += atoll(sp + 1);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+int site_table_read_lines(const char *path, struct site_table *t)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t len = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (!f)
+		return -1;
+	while (getline(&line, &len, f) > 0) {
+		char name[SITE_NAME_MAX], *tok;
+		int i, col = 0;
+
+		if (sscanf(line, "site %63s", name) != 1)
+			continue;
+		i = site_slot(t, name);
+		if (i < 0)
+			continue;
+		strtok(line, " \n");
+		strtok(NULL, " \n");
+		while ((tok = strtok(NULL, " \n")) && (tok = strtok(NULL, " \n")) && col < 5)
+			t->v[i][col++] = atoll(tok);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+char *file_read(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc(n + 1);
+	if (buf && fread(buf, 1, n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf)
+		buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+long long loader_stat(const char *err_path, const char *key)
+{
+	char *text = file_read(err_path), *p, pat[64];
+	long long v = -1;
+
+	if (!text)
+		return -1;
+	p = strstr(text, STATS_PREFIX);
+	snprintf(pat, sizeof(pat), " %s ", key);
+	if (p && (p = strstr(p, pat)))
+		v = atoll(p + strlen(pat));
+	free(text);
+	return v;
+}
+
+int file_lines(const char *path)
+{
+	char *text = file_read(path);
+	int n = 0;
+
+	if (!text)
+		return -1;
+	for (char *p = text; *p; p++)
+		n += *p == '\n';
+	free(text);
+	return n;
+}
+
+int file_contains(const char *path, const char *needle)
+{
+	char *text = file_read(path);
+	int found = text && strstr(text, needle);
+
+	free(text);
+	return found;
+}
+
+int target_control(pid_t pid, struct memprof_probe_control *out)
+{
+	struct symbolizer *sym = symbolizer_new();
+	struct target t = {0};
+	char err[256];
+	int rc = -1;
+
+	if (sym && target_scan(pid, sym, &t, err, sizeof(err)) == TARGET_OK && t.control_addr)
+		rc = control_read(pid, t.control_addr, out) ? -1 : 0;
+	target_free(&t);
+	symbolizer_free(sym);
+	return rc;
+}
+
+int within_bounds(double samples, double words, double rate)
+{
+	double mean = words * rate, sd = sqrt(words * rate * (1 - rate));
+
+	return fabs(samples - mean) <= BOUND_SIGMAS * sd;
+}
+
+int wait_text(const char *path, const char *needle, double timeout_s)
+{
+	const struct timespec pause = {0, 10000000};
+
+	for (double waited = 0; waited < timeout_s; waited += 0.01) {
+		if (file_contains(path, needle))
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -1;
+}

@@ -1,0 +1,66 @@
+/* Helpers of the attach tests: real processes, files, parsed outputs. */
+#ifndef ATTACH_UTIL_H
+#define ATTACH_UTIL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LOADER_BIN "build/memprof-bpf"
+#define TRIGGER_BIN "build/attach-trigger"
+#define WORKLOAD_BIN "build/workload-sites"
+
+#define MAX_SITES 16
+#define SITE_NAME_MAX 64
+
+/* Per-site numbers, from a program's "site NAME key value..." lines or
+ * from a folded file (weights summed by the innermost "site_" frame). */
+struct site_table {
+	int n;
+	char name[MAX_SITES][SITE_NAME_MAX];
+	/* Folded: [0] bytes.  Trigger: words, live_words, sampled_words,
+	 * samples, est_bytes.  Workload: words, live_words. */
+	long long v[MAX_SITES][5];
+};
+
+/* A fresh temporary directory; path is static per call site (copy it). */
+void tmpdir_make(char *out, size_t len);
+
+/* fork+exec argv with stdout/stderr to files (NULL: /dev/null). */
+pid_t spawn(char *const argv[], const char *out, const char *err);
+/* Exit code, or 128 + signal. */
+int wait_exit(pid_t pid);
+/* Wait until path exists (returns 0) or timeout_s pass (-1). */
+int wait_file(const char *path, double timeout_s);
+
+/* Start the trigger with args (NULL-terminated); returns its pid once ready. */
+pid_t trigger_start(const char *dir, const char *out, const char *const args[]);
+
+/* Run the loader to completion with args; stderr to err_path. Exit code. */
+int loader_run(const char *err_path, const char *const args[]);
+/* Start the loader (for concurrent runs). */
+pid_t loader_start(const char *err_path, const char *const args[]);
+
+int site_table_read_folded(const char *path, struct site_table *t);
+int site_table_read_lines(const char *path, struct site_table *t);
+/* Index of name, or -1. */
+int site_table_find(const struct site_table *t, const char *name);
+long long site_value(const struct site_table *t, const char *name, int col);
+
+/* Value of key in the loader's "memprof-bpf: stats:" line, or -1. */
+long long loader_stat(const char *err_path, const char *key);
+/* Lines in a file; 1 if it contains needle, else 0. */
+int file_lines(const char *path);
+int file_contains(const char *path, const char *needle);
+/* Wait until path contains needle (0) or timeout_s pass (-1). */
+int wait_text(const char *path, const char *needle, double timeout_s);
+/* Whole file, malloc'ed (NULL on error). */
+char *file_read(const char *path);
+
+/* Read the control block of pid (finds memprof_probe_control). 0 or -1. */
+struct memprof_probe_control;
+int target_control(pid_t pid, struct memprof_probe_control *out);
+
+/* |x - mean| <= 5.7 sigma for a Binomial(words, rate) sample count. */
+int within_bounds(double samples, double words, double rate);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * memprof-bpf attached for real (root, real kernel, real uprobes) to the
+ * deterministic trigger: exact and statistical checks of every view, the
+ * orphan-id invariant, detach, two tracers, the target exiting, and the
+ * error cases.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+#include "memprof_probe_abi.h"
+#include "attach_util.h"
+
+#define RATE_ARG "0.01"
+#define RATE 0.01
+/* 8 / RATE: the estimated bytes one sample stands for, exact at RATE. */
+#define BYTES_PER_SAMPLE 800
+#define ITERS_ARG "100000"
+#define ITERS 100000
+/* What the loader prints with -v once its probes are attached. */
+#define ATTACHED_NOTE "memprof-bpf: attached to"
+
+enum { COL_WORDS, COL_LIVE_WORDS, COL_SAMPLED_WORDS, COL_SAMPLES, COL_EST_BYTES };
+enum { V_ALLOC, V_LIVE, V_PROMOTED, V_SHORT, N_VIEWS };
+static const char *const view_names[N_VIEWS] = {"alloc", "live", "promoted", "short"};
+
+#define N_TRIGGER_SITES 4
+static const char *const sites[N_TRIGGER_SITES] = {"site_short_lived", "site_medium_lived",
+						    "site_long_lived", "site_major_blocks"};
+/* Words per block, header included (tests/attach/trigger.c). */
+static const long long site_words[N_TRIGGER_SITES] = {5, 9, 17, 301};
+
+struct run {
+	char dir[128], err[192], out[192], views[192];
+	int rc;
+	struct site_table trigger, view[N_VIEWS];
+};
+
+static void paths(struct run *r, const char *tag)
+{
+	tmpdir_make(r->dir, sizeof(r->dir));
+	cr_assert(r->dir[0], "mkdtemp failed");
+	snprintf(r->err, sizeof(r->err), "%s/%s.err", r->dir, tag);
+	snprintf(r->out, sizeof(r->out), "%s/trigger.out", r->dir);
+	snprintf(r->views, sizeof(r->views), "%s/%s", r->dir, tag);
+}
+
+static void read_views(struct run *r)
+{
+	char path[256];
+
+	for (int v = 0; v < N_VIEWS; v++) {
+		snprintf(path, sizeof(path), "%s/%s.folded", r->views, view_names[v]);
+		cr_assert_eq(site_table_read_folded(path, &r->view[v]), 0, "no %s", path);
+	}
+}
+
+/* The trigger waits for the tracer, runs ITERS iterations and exits while
+ * still attached. */
+static void run_attached(struct run *r)
+{
+	const char *targs[] = {"--wait-tracers", "1", "--iterations", ITERS_ARG, NULL};
+	char pid[16];
+	pid_t t;
+
+	paths(r, "tracer");
+	t = trigger_start(r->dir, r->out, targs);
+	cr_assert_gt(t, 0, "trigger did not start");
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	const char *largs[] = {"attach", pid, "--rate", RATE_ARG, "--all-views", r->views, NULL};
+	r->rc = loader_run(r->err, largs);
+	cr_assert_eq(wait_exit(t), 0, "trigger failed");
+	cr_assert_eq(site_table_read_lines(r->out, &r->trigger), 0);
+	read_views(r);
+}
+
+static void assert_invariants(const char *err)
+{
+	cr_expect_eq(loader_stat(err, "orphan_ids"), 0, "promote/dealloc ids never sampled");
+	cr_expect_eq(loader_stat(err, "double_promotes"), 0);
+	cr_expect_eq(loader_stat(err, "duplicate_ids"), 0);
+	cr_expect_eq(loader_stat(err, "dropped"), 0);
+	cr_expect_gt(loader_stat(err, "samples"), 0);
+}
+
+Test(attach_trigger, views_match_the_samples_fired_exactly)
+{
+	struct run r;
+
+	run_attached(&r);
+	cr_assert_eq(r.rc, 0, "loader exit %d", r.rc);
+	cr_expect(file_contains(r.err, "exited"), "no note that the target exited");
+	assert_invariants(r.err);
+	for (int s = 0; s < N_TRIGGER_SITES; s++) {
+		long long est = site_value(&r.trigger, sites[s], COL_EST_BYTES);
+		int is_short = s == 0, is_long = s == 2, promoted = s == 1 || s == 2;
+
+		cr_expect_gt(est, 0, "%s: nothing sampled", sites[s]);
+		cr_expect_eq(site_value(&r.view[V_ALLOC], sites[s], 0), est, "alloc %s", sites[s]);
+		cr_expect_eq(site_value(&r.view[V_LIVE], sites[s], 0), is_long ? est : 0,
+			     "live %s", sites[s]);
+		cr_expect_eq(site_value(&r.view[V_PROMOTED], sites[s], 0), promoted ? est : 0,
+			     "promoted %s", sites[s]);
+		cr_expect_eq(site_value(&r.view[V_SHORT], sites[s], 0), is_short ? est : 0,
+			     "short %s", sites[s]);
+	}
+	/* Exactly the sites, each under main: symbolized from .symtab. */
+	cr_expect_eq(r.view[V_ALLOC].n, N_TRIGGER_SITES);
+	cr_expect_gt(loader_stat(r.err, "live_blocks"), 0, "no live blocks kept in userspace");
+	{
+		char path[256];
+
+		snprintf(path, sizeof(path), "%s/alloc.folded", r.views);
+		cr_expect(file_contains(path, ";main;site_short_lived "), "bad stacks");
+	}
+}
+
+Test(attach_trigger, views_match_the_allocation_distribution)
+{
+	struct run r;
+
+	run_attached(&r);
+	cr_assert_eq(r.rc, 0);
+	for (int s = 0; s < N_TRIGGER_SITES; s++) {
+		double words = (double)ITERS * site_words[s];
+		double n = site_value(&r.view[V_ALLOC], sites[s], 0) / (double)BYTES_PER_SAMPLE;
+
+		cr_expect(within_bounds(n, words, RATE), "alloc %s: %.0f samples for %.0f words",
+			  sites[s], n, words);
+	}
+	/* Short-lived blocks all die young; long-lived ones all stay live. */
+	cr_expect(within_bounds(site_value(&r.view[V_SHORT], sites[0], 0) / BYTES_PER_SAMPLE,
+				(double)ITERS * site_words[0], RATE));
+	cr_expect(within_bounds(site_value(&r.view[V_LIVE], sites[2], 0) / BYTES_PER_SAMPLE,
+				(double)ITERS * site_words[2], RATE));
+	cr_expect(within_bounds(site_value(&r.view[V_PROMOTED], sites[1], 0) / BYTES_PER_SAMPLE,
+				(double)ITERS * site_words[1], RATE));
+	cr_expect_eq(site_value(&r.view[V_PROMOTED], sites[3], 0), 0, "born-major promoted");
+}
+
+Test(attach_trigger, two_tracers_on_one_process_both_see_everything)
+{
+	char err2[256], views2[256], pid[16], start[256];
+	struct site_table a, b;
+	struct run r;
+	pid_t t, l1, l2;
+	FILE *f;
+
+	paths(&r, "first");
+	snprintf(err2, sizeof(err2), "%s/second.err", r.dir);
+	snprintf(views2, sizeof(views2), "%s/second", r.dir);
+	snprintf(start, sizeof(start), "%s/start", r.dir);
+	const char *targs[] = {"--wait-tracers", "1", "--start-file", start,
+			       "--iterations", "20000", NULL};
+	t = trigger_start(r.dir, r.out, targs);
+	cr_assert_gt(t, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	const char *args1[] = {"attach", pid, "-v", "--rate", RATE_ARG, "--all-views", r.views, NULL};
+	const char *args2[] = {"attach", pid, "-v", "--rate", RATE_ARG, "--all-views", views2, NULL};
+	l1 = loader_start(r.err, args1);
+	l2 = loader_start(err2, args2);
+	cr_assert_eq(wait_text(r.err, ATTACHED_NOTE, 30), 0, "first tracer did not attach");
+	cr_assert_eq(wait_text(err2, ATTACHED_NOTE, 30), 0, "second tracer did not attach");
+	f = fopen(start, "w");
+	cr_assert(f && !fclose(f));
+	cr_assert_eq(wait_exit(l1), 0);
+	cr_assert_eq(wait_exit(l2), 0);
+	cr_assert_eq(wait_exit(t), 0);
+	cr_assert_eq(site_table_read_lines(r.out, &r.trigger), 0);
+	assert_invariants(r.err);
+	assert_invariants(err2);
+	for (int v = 0; v < N_VIEWS; v++) {
+		char p1[512], p2[512];
+
+		snprintf(p1, sizeof(p1), "%s/%s.folded", r.views, view_names[v]);
+		snprintf(p2, sizeof(p2), "%s/%s.folded", views2, view_names[v]);
+		site_table_read_folded(p1, &a);
+		site_table_read_folded(p2, &b);
+		for (int s = 0; s < N_TRIGGER_SITES; s++) {
+			cr_expect_eq(site_value(&a, sites[s], 0), site_value(&b, sites[s], 0),
+				     "%s %s differs between tracers", view_names[v], sites[s]);
+			if (v == V_ALLOC)
+				cr_expect_eq(site_value(&a, sites[s], 0),
+					     site_value(&r.trigger, sites[s], COL_EST_BYTES));
+		}
+	}
+}
+
+Test(attach_trigger, detach_stops_sampling_in_the_target)
+{
+	const char *targs[] = {"--seconds", "60", NULL};
+	struct memprof_probe_control before, after;
+	const struct timespec pause = {0, 300000000};
+	char pid[16];
+	struct run r;
+	pid_t t;
+
+	paths(&r, "detach");
+	t = trigger_start(r.dir, r.out, targs);
+	cr_assert_gt(t, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	const char *largs[] = {"attach", pid, "-d", "1", "--rate", RATE_ARG, "-o", r.views, NULL};
+	cr_assert_eq(loader_run(r.err, largs), 0);
+	cr_expect_gt(file_lines(r.views), 0, "nothing collected in 1 s");
+	nanosleep(&pause, NULL); /* the host's next safe point */
+	cr_assert_eq(target_control(t, &before), 0, "cannot read the control block");
+	nanosleep(&pause, NULL);
+	cr_assert_eq(target_control(t, &after), 0);
+	kill(t, SIGTERM);
+	wait_exit(t);
+	cr_expect_gt(before.samples, 0, "the target never sampled");
+	cr_expect_eq(before.samples, after.samples, "still sampling after detach");
+	cr_expect_eq(after.active_rate, 0.0);
+	cr_expect_eq(after.requested_rate, RATE, "requested rate not written");
+	cr_expect_not(file_contains(r.err, "exited"));
+}
+
+Test(attach_trigger, sigint_stops_the_tracer_with_output)
+{
+	const char *targs[] = {"--seconds", "60", NULL};
+	const struct timespec pause = {0, 500000000};
+	char pid[16];
+	struct run r;
+	pid_t t, l;
+
+	paths(&r, "sigint");
+	t = trigger_start(r.dir, r.out, targs);
+	cr_assert_gt(t, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	const char *largs[] = {"attach", pid, "--rate", RATE_ARG, "-o", r.views, NULL};
+	l = loader_start(r.err, largs);
+	nanosleep(&pause, NULL);
+	kill(l, SIGINT);
+	cr_expect_eq(wait_exit(l), 0);
+	kill(t, SIGTERM);
+	wait_exit(t);
+	cr_expect(file_contains(r.views, "site_short_lived"));
+}
