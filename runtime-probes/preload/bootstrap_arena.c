@@ -1,0 +1,46 @@
+/*
+ * Bootstrap arena: the blocks handed out before the next allocator is known
+ * (dlsym may allocate while we look malloc up).  Bump allocation, never
+ * reused; free ignores these blocks and realloc copies them out.  The
+ * requested size sits in the word before each block.
+ */
+#include <errno.h>
+
+#include "preload.h"
+
+/* Smallest alignment of an arena block, as malloc gives. */
+#define BOOTSTRAP_MIN_ALIGN 16
+
+_Alignas(64) unsigned char bootstrap_arena[BOOTSTRAP_ARENA_BYTES];
+static atomic_size_t bootstrap_used;
+
+void *bootstrap_alloc(size_t size, size_t align)
+{
+	if (align < BOOTSTRAP_MIN_ALIGN)
+		align = BOOTSTRAP_MIN_ALIGN;
+	size_t old = atomic_load_explicit(&bootstrap_used, memory_order_relaxed);
+	size_t start, end;
+
+	do {
+		if (align > BOOTSTRAP_ARENA_BYTES) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		start = (old + sizeof(size_t) + align - 1) & ~(align - 1);
+		if (start > BOOTSTRAP_ARENA_BYTES || size > BOOTSTRAP_ARENA_BYTES - start) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		end = start + size;
+	} while (!atomic_compare_exchange_weak_explicit(&bootstrap_used, &old, end,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	size_t *size_word = (size_t *)(void *)(bootstrap_arena + start - sizeof(size_t));
+	*size_word = size;
+	return bootstrap_arena + start;
+}
+
+size_t bootstrap_block_size(const void *p)
+{
+	return ((const size_t *)p)[-1];
+}

@@ -1,0 +1,215 @@
+/*
+ * The malloc family, interposed.  Every function delegates to the next
+ * allocator.  On the way:
+ *
+ *   allocation: words = ceil(bytes / 8) come off the thread's countdown;
+ *               while it stays positive that is all (one subtraction and
+ *               one branch).  Otherwise the sampler decides how many sample
+ *               points the block spans, and a sampled block is tracked.
+ *   free:       one compare for the bootstrap arena, one filter load; only
+ *               a nonzero filter counter (a sampled block, or a collision)
+ *               looks the block up.
+ *   realloc:    for tracking, a free of the old block and an allocation of
+ *               the new one.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+enum alloc_kind {
+	ALLOC_MALLOC,
+	ALLOC_CALLOC,
+	ALLOC_MEMALIGN,
+	ALLOC_ALIGNED,
+	ALLOC_VALLOC,
+	ALLOC_PVALLOC,
+};
+
+static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
+{
+	if (PRELOAD_UNLIKELY(!preload_allocator_usable())) {
+		/* Before the next allocator is known: the bootstrap arena (zeroed). */
+		if (kind == ALLOC_VALLOC || kind == ALLOC_PVALLOC)
+			align = (size_t)sysconf(_SC_PAGESIZE);
+		return bootstrap_alloc(bytes, align);
+	}
+	switch (kind) {
+	case ALLOC_CALLOC:
+		return next.calloc(1, bytes);
+	case ALLOC_MEMALIGN:
+		return next.memalign(align, bytes);
+	case ALLOC_ALIGNED:
+		return next.aligned_alloc(align, bytes);
+	case ALLOC_VALLOC:
+		return next.valloc(bytes);
+	case ALLOC_PVALLOC:
+		return next.pvalloc(bytes);
+	case ALLOC_MALLOC:
+	default:
+		return next.malloc(bytes);
+	}
+}
+
+static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum alloc_kind kind,
+						  size_t bytes, size_t align, size_t words)
+{
+	size_t n_samples = sampler_countdown_expired(t, words);
+	void *p = next_alloc(kind, bytes, align);
+
+	if (n_samples && p)
+		sampler_track(t, p, words, n_samples, bytes);
+	return p;
+}
+
+/* The shared fast path; kind is a constant at every call. */
+static inline __attribute__((always_inline)) void *alloc(enum alloc_kind kind, size_t bytes,
+							 size_t align)
+{
+	struct preload_thread *t = &preload_self;
+	size_t words = preload_words(bytes);
+
+	if (PRELOAD_LIKELY(t->countdown > words)) {
+		t->countdown -= words;
+		switch (kind) {
+		case ALLOC_CALLOC:
+			return next.calloc(1, bytes);
+		case ALLOC_MEMALIGN:
+			return next.memalign(align, bytes);
+		case ALLOC_ALIGNED:
+			return next.aligned_alloc(align, bytes);
+		case ALLOC_VALLOC:
+			return next.valloc(bytes);
+		case ALLOC_PVALLOC:
+			return next.pvalloc(bytes);
+		case ALLOC_MALLOC:
+		default:
+			return next.malloc(bytes);
+		}
+	}
+	return alloc_slow(t, kind, bytes, align, words);
+}
+
+PRELOAD_EXPORT void *malloc(size_t size)
+{
+	return alloc(ALLOC_MALLOC, size, 0);
+}
+
+PRELOAD_EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc(ALLOC_CALLOC, bytes, 0);
+}
+
+static __attribute__((noinline)) void free_slow(struct preload_thread *t, void *p)
+{
+	sampler_block_freed(t, p);
+	next.free(p);
+}
+
+PRELOAD_EXPORT void free(void *p)
+{
+	if (!p || bootstrap_owns(p))
+		return;
+	if (PRELOAD_UNLIKELY(sampled_blocks_may_contain(p))) {
+		free_slow(&preload_self, p);
+		return;
+	}
+	next.free(p);
+}
+
+PRELOAD_EXPORT void *realloc(void *p, size_t size)
+{
+	struct preload_thread *t = &preload_self;
+
+	if (!p)
+		return alloc(ALLOC_MALLOC, size, 0);
+	if (bootstrap_owns(p)) {
+		size_t old = bootstrap_block_size(p);
+		void *q = alloc(ALLOC_MALLOC, size, 0);
+		if (q)
+			memcpy(q, p, old < size ? old : size);
+		return q;
+	}
+	if (size == 0) {
+		/* glibc: realloc(p, 0) frees p and returns NULL. */
+		free(p);
+		return NULL;
+	}
+	uint64_t handle = 0;
+	if (PRELOAD_UNLIKELY(sampled_blocks_may_contain(p)))
+		handle = sampled_blocks_remove(p);
+
+	size_t words = preload_words(size);
+	size_t n_samples = 0;
+	if (PRELOAD_LIKELY(t->countdown > words))
+		t->countdown -= words;
+	else
+		n_samples = sampler_countdown_expired(t, words);
+
+	void *q = next.realloc(p, size);
+	if (!q) {
+		/* p is still the program's: it stays tracked, nothing died. */
+		if (handle && sampled_blocks_insert(p, handle) != 0)
+			sampler_handle_freed(t, handle);
+		return NULL;
+	}
+	if (handle)
+		sampler_handle_freed(t, handle);
+	if (n_samples)
+		sampler_track(t, q, words, n_samples, size);
+	return q;
+}
+
+PRELOAD_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	int saved = errno;
+	void *p = alloc(ALLOC_MEMALIGN, size, align);
+	if (!p) {
+		int rc = errno ? errno : ENOMEM;
+		errno = saved;
+		return rc;
+	}
+	errno = saved;
+	*out = p;
+	return 0;
+}
+
+PRELOAD_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	return alloc(ALLOC_ALIGNED, size, align);
+}
+
+PRELOAD_EXPORT void *memalign(size_t align, size_t size)
+{
+	return alloc(ALLOC_MEMALIGN, size, align);
+}
+
+PRELOAD_EXPORT void *valloc(size_t size)
+{
+	return alloc(ALLOC_VALLOC, size, 0);
+}
+
+PRELOAD_EXPORT void *pvalloc(size_t size)
+{
+	return alloc(ALLOC_PVALLOC, size, 0);
+}
+
+PRELOAD_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p)
+		return 0;
+	if (bootstrap_owns(p))
+		return bootstrap_block_size(p);
+	return next.malloc_usable_size(p);
+}

@@ -1,0 +1,194 @@
+/*
+ * Life cycle of the malloc host: initialisation (lazy, from the first
+ * allocation, or from the constructor), the environment, fork, thread exit,
+ * process exit, and the in-process API.
+ *
+ * Initialisation has two steps.  First the next allocator is looked up:
+ * while dlsym runs, allocations (dlsym's own included) come from the
+ * bootstrap arena.  Then the core is installed (memprof_host_init) and
+ * sampling may begin: until then allocations are delegated unsampled.
+ *
+ * The in-process API: memprof_start, memprof_stop and memprof_discard are
+ * the core's, wrapped.  The build renames the core's definitions
+ * (preload_core_*), and the wrappers below run them as profiler code on
+ * this thread (their allocations are not sampled, so the core never
+ * re-enters itself through malloc) and make the calling thread poll at its
+ * next allocation, so sampling starts there at once.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memprof_host.h"
+#include "preload.h"
+
+enum init_state { INIT_NONE, INIT_RUNNING, INIT_DONE };
+
+atomic_int preload_allocator_ready;
+atomic_int preload_profiler_ready;
+atomic_int preload_exiting;
+static atomic_int init_state;
+static pthread_key_t thread_exit_key;
+static int thread_exit_key_ok;
+
+int preload_core_memprof_start(double rate, size_t callstack_size,
+			       const memprof_tracker *tracker);
+int preload_core_memprof_stop(void);
+int preload_core_memprof_discard(void);
+
+static void say(const char *a, const char *b, const char *c)
+{
+	/* write(2): stdio may allocate. */
+	const char *parts[] = {"memprof-preload: ", a, b, c, "\n"};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		ssize_t unused = write(2, parts[i], strlen(parts[i]));
+		(void)unused;
+	}
+}
+
+/*
+ * A positive byte count from the environment, else the default.  A bad
+ * value is reported in one line and ignored: the traced program runs on.
+ */
+static size_t env_bytes(const char *name, size_t dflt)
+{
+	const char *s = getenv(name);
+
+	if (!s || !*s)
+		return dflt;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0 || s[0] == '-' || v > SIZE_MAX / 2) {
+		say(name, "=", s);
+		say(name, " must be a positive number of bytes; ", "using the default");
+		return dflt;
+	}
+	return (size_t)v;
+}
+
+static void thread_exit_destructor(void *unused)
+{
+	struct preload_thread *t = &preload_self;
+
+	(void)unused;
+	if (t->exited)
+		return;
+	/* Stay inside the profiler for good: later allocations pass through. */
+	preload_enter(t);
+	if (preload_profiler_usable())
+		memprof_thread_exit();
+	t->exited = 1;
+}
+
+void preload_register_thread(struct preload_thread *t)
+{
+	t->registered = 1;
+	if (!thread_exit_key_ok)
+		return;
+	preload_enter(t);
+	pthread_setspecific(thread_exit_key, t);
+	preload_leave(t);
+}
+
+static void fork_prepare(void)
+{
+	preload_enter(&preload_self);
+	sampled_blocks_lock_all();
+}
+
+static void fork_parent(void)
+{
+	sampled_blocks_unlock_all();
+	preload_leave(&preload_self);
+}
+
+static void fork_child(void)
+{
+	sampled_blocks_reinit_locks();
+	preload_leave(&preload_self);
+}
+
+static void profiler_init(void)
+{
+	struct preload_thread *t = &preload_self;
+	memprof_host_ops ops;
+
+	preload_enter(t);
+	sampler_configure(env_bytes(PRELOAD_ENV_YOUNG_EPOCH, PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES),
+			  env_bytes(PRELOAD_ENV_MAJOR_THRESHOLD,
+				    PRELOAD_DEFAULT_MAJOR_THRESHOLD_BYTES));
+	callstack_init();
+	memset(&ops, 0, sizeof(ops));
+	ops.capture_callstack = callstack_capture_user;
+	memprof_host_init(&ops);
+	thread_exit_key_ok = pthread_key_create(&thread_exit_key, thread_exit_destructor) == 0;
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	preload_leave(t);
+}
+
+void preload_init(void)
+{
+	int expected = INIT_NONE;
+
+	if (atomic_load_explicit(&init_state, memory_order_acquire) != INIT_NONE)
+		return;
+	if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING))
+		return; /* another thread (or this one, recursively) is at it */
+	if (next_allocator_resolve() != 0)
+		_exit(127); /* no allocator to delegate to: nothing can run */
+	atomic_store_explicit(&preload_allocator_ready, 1, memory_order_release);
+	profiler_init();
+	atomic_store_explicit(&preload_profiler_ready, 1, memory_order_release);
+	atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
+}
+
+__attribute__((constructor)) static void preload_constructor(void)
+{
+	preload_init();
+}
+
+/* Process exit: destructors of other objects may still allocate; from here
+ * on they are served without the core. */
+__attribute__((destructor)) static void preload_destructor(void)
+{
+	atomic_store_explicit(&preload_exiting, 1, memory_order_relaxed);
+}
+
+PRELOAD_EXPORT int memprof_start(double rate, size_t callstack_size,
+				 const memprof_tracker *tracker)
+{
+	struct preload_thread *t = &preload_self;
+
+	preload_init();
+	preload_enter(t);
+	int rc = preload_core_memprof_start(rate, callstack_size, tracker);
+	sampler_force_poll(t);
+	preload_leave(t);
+	return rc;
+}
+
+PRELOAD_EXPORT int memprof_stop(void)
+{
+	struct preload_thread *t = &preload_self;
+
+	preload_init();
+	preload_enter(t);
+	int rc = preload_core_memprof_stop();
+	sampler_force_poll(t);
+	preload_leave(t);
+	return rc;
+}
+
+PRELOAD_EXPORT int memprof_discard(void)
+{
+	struct preload_thread *t = &preload_self;
+
+	preload_init();
+	preload_enter(t);
+	int rc = preload_core_memprof_discard();
+	preload_leave(t);
+	return rc;
+}
