@@ -44,5 +44,5 @@ endif
 .PHONY: tests-core-syntax
 tests-core-syntax:
 	@for f in $(TESTS_CORE_SRCS) $(TESTS_CORE_HELPERS); do \
-		$(CC) $(CFLAGS) $(EXTRA_CFLAGS_tests/core/) -fsyntax-only $$f || exit 1; \
+		$(CC) $(filter-out -MMD -MP,$(CFLAGS)) $(EXTRA_CFLAGS_tests/core/) -fsyntax-only $$f || exit 1; \
 	done
