@@ -44,6 +44,7 @@ deps:
 -include userspace/build.mk
 -include tests/build.mk
 -include bench/build.mk
+-include examples/build.mk
 
 .PHONY: build-all
 build-all: $(ALL_TARGETS)
