@@ -26,6 +26,9 @@ int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len)
 	if (!e->alloc_done) {
 		kind = CB_ALLOC;
 		alloc_fn = e->young ? tr->alloc_minor : tr->alloc_major;
+		/* A stopped profile runs no alloc callback: as if it returned NONE. */
+		if (e->prof->stopped)
+			alloc_fn = NULL;
 		has_fn = alloc_fn != NULL;
 		info.id = e->id;
 		info.n_samples = e->n_samples;

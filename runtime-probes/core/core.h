@@ -22,6 +22,7 @@ struct profile {
 	size_t callstack_size;   /* frames handed to alloc callbacks */
 	double lambda;           /* its sampling rate */
 	size_t refs;             /* entries pointing here, +1 while sampling */
+	int stopped;             /* memprof_stop ran: no alloc callback any more */
 };
 
 /* Everything behind memprof_core.lock.  One instance: `core`. */

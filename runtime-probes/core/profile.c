@@ -111,6 +111,7 @@ int memprof_stop(void)
 		return EINVAL;
 	}
 	memprof_core.sampling = NULL;
+	p->stopped = 1;
 	if (--p->refs == 0)
 		free(p);
 	rate_update_locked();

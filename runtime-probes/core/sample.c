@@ -163,7 +163,9 @@ static int young_alloc_callback(struct young_sample *s, const size_t *wosizes,
 	pthread_mutex_lock(&memprof_core.lock);
 	struct entry *e = &memprof_core.tbl.t[s->idx];
 	e->alloc_done = 1;
-	if (!e->prof || !e->prof->tracker.alloc_minor) {
+	/* A stopped profile runs no alloc callback, not even for the rest of
+	 * the combined allocation whose callback stopped it. */
+	if (!e->prof || e->prof->stopped || !e->prof->tracker.alloc_minor) {
 		entry_drop_profile(e);
 		pthread_mutex_unlock(&memprof_core.lock);
 		return 0;
