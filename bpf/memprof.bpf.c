@@ -18,6 +18,8 @@ const volatile __u32 target_tgid = 0;
 
 /* Exported to the loader through the skeleton's .bss. */
 __u64 counters[MEMPROF_N_COUNTERS] = {};
+/* Set by the loader (through the mmapped .bss) before it detaches. */
+__u32 detaching = 0;
 /* Next free stack id; 0 is MEMPROF_STACK_UNKNOWN. */
 __u32 next_stack_id = 1;
 
@@ -195,7 +197,7 @@ int BPF_USDT(memprof_promote, __u64 id)
 	count(MEMPROF_CNT_PROMOTES);
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
-		count(MEMPROF_CNT_ORPHAN_PROMOTES);
+		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_PROMOTES);
 		return 0;
 	}
 	if (__sync_fetch_and_or(&b->flags, MEMPROF_BLOCK_PROMOTED) & MEMPROF_BLOCK_PROMOTED) {
@@ -218,7 +220,7 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	count(MEMPROF_CNT_DEALLOCS);
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
-		count(MEMPROF_CNT_ORPHAN_DEALLOCS);
+		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_DEALLOCS);
 		return 0;
 	}
 	n = b->n_samples;

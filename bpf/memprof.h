@@ -79,6 +79,12 @@ enum memprof_counter {
 	MEMPROF_CNT_DOUBLE_PROMOTES,    /* second promote of one id */
 	MEMPROF_CNT_DUPLICATE_IDS,      /* sample of an id already tracked */
 	MEMPROF_CNT_TRUNCATED_STACKS,   /* stack_len above MEMPROF_STACK_DEPTH */
+	/*
+	 * Promote/dealloc of an unknown id once the loader began detaching:
+	 * the sample program is disabled before the kernel lowers the sample
+	 * semaphore, so the host may sample blocks this tracer never sees.
+	 */
+	MEMPROF_CNT_LATE_ORPHANS,
 	MEMPROF_N_COUNTERS,
 };
 

@@ -33,7 +33,7 @@ $(ATTACH_TRIGGER): $(BUILD)/obj/tests/attach/trigger.o
 
 ATTACH_TEST_OBJS := $(BUILD)/obj/tests/attach/test_attach.o \
 	$(BUILD)/obj/tests/attach/attach_util.o $(BUILD)/obj/tests/attach/test_elfimage.o \
-	$(BUILD)/obj/tests/attach/test_errors.o
+	$(BUILD)/obj/tests/attach/test_errors.o $(BUILD)/obj/tests/attach/test_workload.o
 $(ATTACH_TEST_OBJS): bpf/memprof.h tests/attach/attach_util.h
 
 $(ATTACH_TEST): $(ATTACH_TEST_OBJS) $(LOADER_LIB_OBJS) | $(LOADER) $(ATTACH_TRIGGER)

@@ -303,13 +303,13 @@ static void report_counters(const struct tracer *tr)
 		"memprof-bpf: stats: samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
 		" gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
 		" duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
-		"\n",
+		" late_orphan_ids %" PRIu64 "\n",
 		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
 		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS),
 		drops[0] + drops[1] + drops[2] + drops[3] + drops[4], tr->n_blocks,
-		oldest_ns / 1000000);
+		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS));
 	if (drops[0] + drops[1] + drops[2] + drops[3] + drops[4])
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "

@@ -123,7 +123,11 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 
 void tracer_detach(struct tracer *tr)
 {
-	for (size_t i = 0; i < tr->n_links; i++)
+	if (tr->skel && tr->skel->bss)
+		((volatile struct memprof_bpf__bss *)tr->skel->bss)->detaching = 1;
+	/* Reverse order: the sample probe first, so no block is sampled after
+	 * its promote or dealloc could no longer be seen. */
+	for (size_t i = tr->n_links; i-- > 0;)
 		bpf_link__destroy(tr->links[i]);
 	free(tr->links);
 	tr->links = NULL;
