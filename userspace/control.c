@@ -20,8 +20,8 @@ int control_write_rate(pid_t pid, uint64_t addr, double rate)
 {
 	struct iovec local = {&rate, sizeof(rate)};
 	struct iovec remote = {
-		(void *)(uintptr_t)(addr + offsetof(struct memprof_probe_control, requested_rate)),
-		sizeof(rate)};
+	    (void *)(uintptr_t)(addr + offsetof(struct memprof_probe_control, requested_rate)),
+	    sizeof(rate)};
 	ssize_t n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
 
 	if (n < 0)

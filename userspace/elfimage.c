@@ -15,8 +15,8 @@
 #include <linux/types.h>
 #include "memprof_probe_abi.h"
 
-const char *const elf_probe_names[ELF_N_PROBES] = {
-	MEMPROF_PROBE_SAMPLE, MEMPROF_PROBE_PROMOTE, MEMPROF_PROBE_DEALLOC, MEMPROF_PROBE_GC};
+const char *const elf_probe_names[ELF_N_PROBES] = {MEMPROF_PROBE_SAMPLE, MEMPROF_PROBE_PROMOTE,
+						   MEMPROF_PROBE_DEALLOC, MEMPROF_PROBE_GC};
 
 #define STAPSDT_NOTE_TYPE 3
 #define STAPSDT_NOTE_NAME "stapsdt"
@@ -93,13 +93,12 @@ static enum elf_image_status read_loads(struct reader *r, struct elf_image *img)
 
 		if (gelf_getphdr(r->elf, i, &ph) && ph.p_type == PT_LOAD)
 			img->loads[img->n_loads++] =
-				(struct elf_load){.vaddr = ph.p_vaddr, .offset = ph.p_offset};
+			    (struct elf_load){.vaddr = ph.p_vaddr, .offset = ph.p_offset};
 	}
 	return ELF_IMAGE_OK;
 }
 
-static const char *strings_add(struct reader *r, struct elf_image *img, const char *s,
-			       size_t *at)
+static const char *strings_add(struct reader *r, struct elf_image *img, const char *s, size_t *at)
 {
 	size_t len = strlen(s) + 1;
 
@@ -164,7 +163,7 @@ static enum elf_image_status read_symtab(struct reader *r, struct elf_image *img
 			return fail(r, "out of memory");
 		/* name is fixed up to a pointer once strings stop moving */
 		img->syms[img->n_syms++] = (struct elf_sym){
-			.addr = sym.st_value, .size = sym.st_size, .name = (const char *)at};
+		    .addr = sym.st_value, .size = sym.st_size, .name = (const char *)at};
 	}
 	return ELF_IMAGE_OK;
 }

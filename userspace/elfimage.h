@@ -10,7 +10,13 @@
 #include <stdint.h>
 
 /* Bits of elf_image.probes, one per memprof probe name. */
-enum elf_probe { ELF_PROBE_SAMPLE, ELF_PROBE_PROMOTE, ELF_PROBE_DEALLOC, ELF_PROBE_GC, ELF_N_PROBES };
+enum elf_probe {
+	ELF_PROBE_SAMPLE,
+	ELF_PROBE_PROMOTE,
+	ELF_PROBE_DEALLOC,
+	ELF_PROBE_GC,
+	ELF_N_PROBES
+};
 extern const char *const elf_probe_names[ELF_N_PROBES];
 
 struct elf_load {
@@ -35,9 +41,9 @@ struct elf_image {
 
 enum elf_image_status {
 	ELF_IMAGE_OK = 0,
-	ELF_IMAGE_NOT_ELF = 1, /* not an ELF file (a data file): skip it */
+	ELF_IMAGE_NOT_ELF = 1,	/* not an ELF file (a data file): skip it */
 	ELF_IMAGE_CORRUPT = -1, /* truncated or malformed: err says why */
-	ELF_IMAGE_IO = -2,      /* cannot open or read: err says why */
+	ELF_IMAGE_IO = -2,	/* cannot open or read: err says why */
 };
 
 /* Read path.  On failure err (errlen bytes) holds one line. */

@@ -9,7 +9,7 @@ const char *const output_view_names[N_OUT_VIEWS] = {"alloc", "live", "promoted",
 
 /* Aggregate behind each output view. */
 static const enum memprof_view view_source[N_OUT_VIEWS] = {
-	MEMPROF_VIEW_ALLOC, MEMPROF_VIEW_LIVE, MEMPROF_VIEW_PROMOTED, MEMPROF_VIEW_FREED_YOUNG};
+    MEMPROF_VIEW_ALLOC, MEMPROF_VIEW_LIVE, MEMPROF_VIEW_PROMOTED, MEMPROF_VIEW_FREED_YOUNG};
 
 #define FRAME_MAX 512
 #define UNKNOWN_STACK_FRAME "[stack-unavailable]"

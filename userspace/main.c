@@ -25,7 +25,7 @@
 /* Exit codes (also in usage()). */
 enum exit_code {
 	EXIT_OK = 0,
-	EXIT_USAGE = 1,  /* bad command line */
+	EXIT_USAGE = 1,	 /* bad command line */
 	EXIT_TARGET = 2, /* no such pid, no memprof probes, corrupt ELF, bad control block */
 	EXIT_DENIED = 3, /* not privileged, kernel without BTF or uprobes */
 	EXIT_FAILED = 4, /* BPF load/attach failure, output error */
@@ -51,7 +51,8 @@ struct options {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view alloc|live|promoted|short]\n"
+		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view "
+		"alloc|live|promoted|short]\n"
 		"                             [--all-views DIR] [--rate R] [-v]\n"
 		"Traces the memprof USDT probes of process PID and writes folded stacks weighted\n"
 		"in estimated bytes (to FILE or stdout; with --all-views, DIR/<view>.folded for\n"
@@ -125,7 +126,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			int view = output_view_parse(v);
 
 			if (view < 0) {
-				die(EXIT_USAGE, "unknown view '%s' (alloc, live, promoted, short)", v);
+				die(EXIT_USAGE, "unknown view '%s' (alloc, live, promoted, short)",
+				    v);
 				return -1;
 			}
 			o->view = view;
@@ -205,6 +207,12 @@ static int report_rate(const struct options *o, const struct target *t)
 			"memprof-bpf: note: an in-process profile is sampling at rate %g; you "
 			"observe its samples at that rate\n",
 			ctl.active_rate);
+	else if (ctl.active_rate != o->rate)
+		fprintf(
+		    stderr,
+		    "memprof-bpf: note: the target samples at rate %g, not the %g asked (another "
+		    "tracer asked first); estimates use the rate in force\n",
+		    ctl.active_rate, o->rate);
 	else if (verbose)
 		fprintf(stderr, "memprof-bpf: target sampling at rate %g\n", ctl.active_rate);
 	return 1;
@@ -283,11 +291,11 @@ static int write_output(const struct options *o, struct tracer *tr, struct symbo
 static void report_counters(const struct tracer *tr)
 {
 	uint64_t drops[] = {
-		tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
-		tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
-		tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
-		tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
-		tracer_counter(tr, MEMPROF_CNT_DROP_SCRATCH),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_SCRATCH),
 	};
 	uint64_t orphans = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
 			   tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
@@ -302,8 +310,8 @@ static void report_counters(const struct tracer *tr)
 	fprintf(stderr,
 		"memprof-bpf: stats: samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
 		" gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
-		" duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
-		" late_orphan_ids %" PRIu64 "\n",
+		" duplicate_ids %" PRIu64 " dropped %" PRIu64
+		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64 "\n",
 		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
 		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
@@ -378,7 +386,8 @@ static int run(const struct options *o, struct symbolizer *sym)
 	exited = trace_loop(o, &t, &tr, sym);
 	tracer_detach(&tr); /* the target's semaphores drop: it stops sampling */
 	if (exited)
-		fprintf(stderr, "memprof-bpf: note: process %d exited; writing what was collected\n",
+		fprintf(stderr,
+			"memprof-bpf: note: process %d exited; writing what was collected\n",
 			(int)o->pid);
 	tracer_read_blocks(&tr);
 	code = write_output(o, &tr, sym);

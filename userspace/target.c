@@ -67,7 +67,7 @@ enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target 
 		}
 		if (img->control_addr && !t->control_addr)
 			t->control_addr =
-				img->control_addr + elf_image_bias(img, r->start, r->offset);
+			    img->control_addr + elf_image_bias(img, r->start, r->offset);
 	}
 	if (!t->n_files) {
 		snprintf(err, errlen,

@@ -25,11 +25,11 @@ struct target {
 
 enum target_status {
 	TARGET_OK = 0,
-	TARGET_NO_PROCESS,  /* no such pid */
-	TARGET_NO_ACCESS,   /* /proc/PID/maps not readable */
-	TARGET_NO_PROBES,   /* no mapped ELF has a memprof:sample probe */
-	TARGET_BAD_ELF,     /* a mapped ELF is truncated or corrupt */
-	TARGET_ERROR,       /* other failure */
+	TARGET_NO_PROCESS, /* no such pid */
+	TARGET_NO_ACCESS,  /* /proc/PID/maps not readable */
+	TARGET_NO_PROBES,  /* no mapped ELF has a memprof:sample probe */
+	TARGET_BAD_ELF,	   /* a mapped ELF is truncated or corrupt */
+	TARGET_ERROR,	   /* other failure */
 };
 
 /* Scan the target's mappings; fills sym's maps.  err gets one line. */

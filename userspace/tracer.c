@@ -89,7 +89,7 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 	 * and by then the promote and dealloc programs are in place.
 	 */
 	static const enum elf_probe order[ELF_N_PROBES] = {ELF_PROBE_GC, ELF_PROBE_PROMOTE,
-							    ELF_PROBE_DEALLOC, ELF_PROBE_SAMPLE};
+							   ELF_PROBE_DEALLOC, ELF_PROBE_SAMPLE};
 
 	for (int o = 0; o < ELF_N_PROBES; o++) {
 		for (size_t f = 0; f < t->n_files; f++) {

@@ -23,7 +23,7 @@ struct tracer {
 	struct memprof_bpf *skel;
 	struct bpf_link **links;
 	size_t n_links;
-	const struct memprof_stack *stacks;  /* mmapped, MEMPROF_MAX_STACKS */
+	const struct memprof_stack *stacks;   /* mmapped, MEMPROF_MAX_STACKS */
 	const struct memprof_stack_agg *aggs; /* mmapped, MEMPROF_MAX_STACKS */
 	size_t stacks_bytes, aggs_bytes;
 	struct tracked_block *blocks; /* last snapshot of the blocks map */

@@ -32,7 +32,7 @@ static const char *const view_names[N_VIEWS] = {"alloc", "live", "promoted", "sh
 
 #define N_TRIGGER_SITES 4
 static const char *const sites[N_TRIGGER_SITES] = {"site_short_lived", "site_medium_lived",
-						    "site_long_lived", "site_major_blocks"};
+						   "site_long_lived", "site_major_blocks"};
 /* Words per block, header included (tests/attach/trigger.c). */
 static const long long site_words[N_TRIGGER_SITES] = {5, 9, 17, 301};
 
@@ -103,8 +103,8 @@ Test(attach_trigger, views_match_the_samples_fired_exactly)
 
 		cr_expect_gt(est, 0, "%s: nothing sampled", sites[s]);
 		cr_expect_eq(site_value(&r.view[V_ALLOC], sites[s], 0), est, "alloc %s", sites[s]);
-		cr_expect_eq(site_value(&r.view[V_LIVE], sites[s], 0), is_long ? est : 0,
-			     "live %s", sites[s]);
+		cr_expect_eq(site_value(&r.view[V_LIVE], sites[s], 0), is_long ? est : 0, "live %s",
+			     sites[s]);
 		cr_expect_eq(site_value(&r.view[V_PROMOTED], sites[s], 0), promoted ? est : 0,
 			     "promoted %s", sites[s]);
 		cr_expect_eq(site_value(&r.view[V_SHORT], sites[s], 0), is_short ? est : 0,
@@ -156,13 +156,15 @@ Test(attach_trigger, two_tracers_on_one_process_both_see_everything)
 	snprintf(err2, sizeof(err2), "%s/second.err", r.dir);
 	snprintf(views2, sizeof(views2), "%s/second", r.dir);
 	snprintf(start, sizeof(start), "%s/start", r.dir);
-	const char *targs[] = {"--wait-tracers", "1", "--start-file", start,
-			       "--iterations", "20000", NULL};
+	const char *targs[] = {"--wait-tracers", "1", "--start-file", start, "--iterations",
+			       "20000",		 NULL};
 	t = trigger_start(r.dir, r.out, targs);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *args1[] = {"attach", pid, "-v", "--rate", RATE_ARG, "--all-views", r.views, NULL};
-	const char *args2[] = {"attach", pid, "-v", "--rate", RATE_ARG, "--all-views", views2, NULL};
+	const char *args1[] = {"attach", pid,		"-v",	 "--rate",
+			       RATE_ARG, "--all-views", r.views, NULL};
+	const char *args2[] = {"attach", pid,		"-v",	"--rate",
+			       RATE_ARG, "--all-views", views2, NULL};
 	l1 = loader_start(r.err, args1);
 	l2 = loader_start(err2, args2);
 	cr_assert_eq(wait_text(r.err, ATTACHED_NOTE, 30), 0, "first tracer did not attach");

@@ -73,7 +73,7 @@ Test(attach_workload, views_follow_the_sites_and_sampling_stops_on_detach)
 		cr_assert_eq(wait_file(ready, 10), 0, "%s did not start", WORKLOAD_BIN);
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)w);
-	const char *largs[] = {"attach", pid,       "-d", TRACE_SECONDS, "--rate",
+	const char *largs[] = {"attach", pid,		"-d",  TRACE_SECONDS, "--rate",
 			       RATE_ARG, "--all-views", views, NULL};
 	cr_assert_eq(loader_run(err, largs), 0, "loader failed");
 	nanosleep(&pause, NULL); /* the workload's next safe point */

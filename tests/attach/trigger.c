@@ -51,15 +51,14 @@ unsigned short memprof_sample_semaphore __attribute__((section(".probes")));
 unsigned short memprof_promote_semaphore __attribute__((section(".probes")));
 unsigned short memprof_dealloc_semaphore __attribute__((section(".probes")));
 
-__attribute__((used, visibility("default"))) struct memprof_probe_control
-	memprof_probe_control = {
-		.magic = MEMPROF_PROBE_CONTROL_MAGIC,
-		.abi_version = MEMPROF_PROBE_ABI_VERSION,
+__attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
+    .magic = MEMPROF_PROBE_CONTROL_MAGIC,
+    .abi_version = MEMPROF_PROBE_ABI_VERSION,
 };
 
 enum site { SITE_SHORT, SITE_MEDIUM, SITE_LONG, SITE_MAJOR, N_SITES };
 static const char *const site_names[N_SITES] = {"site_short_lived", "site_medium_lived",
-						 "site_long_lived", "site_major_blocks"};
+						"site_long_lived", "site_major_blocks"};
 static const unsigned site_words[N_SITES] = {4, 8, 16, 300};
 
 struct site_stats {
@@ -107,8 +106,8 @@ static void poll_tracer(void)
 
 	if (*sem && !sampling) {
 		rate = ctl->requested_rate > 0 && ctl->requested_rate <= 1
-			       ? ctl->requested_rate
-			       : MEMPROF_PROBE_DEFAULT_RATE;
+			   ? ctl->requested_rate
+			   : MEMPROF_PROBE_DEFAULT_RATE;
 		inv_rate_q16 = (uint64_t)llround(65536.0 / rate);
 		next_gap = draw_gap();
 		sampling = 1;

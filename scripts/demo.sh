@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# make demo: run the bundled workload (build/workload-sites), attach
+# memprof-bpf to it for a few seconds, write the four views as
+# build/demo/<view>.folded and print the top allocation sites of each.
+set -euo pipefail
+
+BUILD=${BUILD:-build}
+TRACE_SECONDS=${TRACE_SECONDS:-3}
+RATE=${RATE:-1e-4}
+OUT="$BUILD/demo"
+WORKLOAD="$BUILD/workload-sites"
+LOADER="$BUILD/memprof-bpf"
+TOP=5
+
+die() {
+	echo "demo: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || die "run as root (the profiler loads BPF programs)"
+[ -x "$WORKLOAD" ] || die "$WORKLOAD is not built"
+[ -x "$LOADER" ] || die "$LOADER is not built"
+
+mkdir -p "$OUT"
+rm -f "$OUT"/*.folded "$OUT/ready"
+"$WORKLOAD" --seconds "$((TRACE_SECONDS + 30))" --ready-file "$OUT/ready" >"$OUT/workload.txt" &
+workload=$!
+trap 'kill "$workload" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+	[ -s "$OUT/ready" ] && break
+	sleep 0.1
+done
+[ -s "$OUT/ready" ] || die "the workload did not start"
+
+echo "demo: tracing workload-sites (pid $workload) for ${TRACE_SECONDS}s at rate $RATE"
+"$LOADER" attach "$workload" -d "$TRACE_SECONDS" --rate "$RATE" --all-views "$OUT" \
+	2>"$OUT/memprof-bpf.log" || die "memprof-bpf failed: $(tail -n 1 "$OUT/memprof-bpf.log")"
+kill -TERM "$workload"
+wait "$workload" || true
+trap - EXIT
+grep 'stats:' "$OUT/memprof-bpf.log" | sed 's/^memprof-bpf: /demo: /'
+
+# Sum a folded file by allocation site: the innermost frame named site_*,
+# else the innermost frame.
+top_sites() {
+	awk -v top="$TOP" '
+	{
+		w = $NF
+		sub(/ [0-9]+$/, "")
+		n = split($0, f, ";")
+		site = f[n]
+		for (i = n; i >= 1; i--)
+			if (f[i] ~ /^site_/) {
+				site = f[i]
+				break
+			}
+		sum[site] += w
+		total += w
+	}
+	END {
+		if (total == 0) {
+			print "    (empty)"
+			exit
+		}
+		for (s in sum)
+			printf "%d %s\n", sum[s], s
+	}' "$1" | sort -rn | head -n "$TOP" | awk '
+		NF == 2 { printf "    %12.1f KiB  %s\n", $1 / 1024, $2 }
+		NF != 2 { print }'
+}
+
+for view in alloc live promoted short; do
+	file="$OUT/$view.folded"
+	echo
+	echo "== $view: $file"
+	top_sites "$file"
+done
+echo
+echo "== what the workload itself counted (words, headers included; all its run):"
+sed 's/^/    /' "$OUT/workload.txt"
