@@ -186,5 +186,6 @@ void memprof_thread_exit(void)
 	ts->held = NULL;
 	ts->n_held = 0;
 	ts->in_callback = 0;
+	ts->in_core = 0;
 	ts->seeded = 0;
 }
