@@ -25,6 +25,7 @@ PRELOAD_SAMPLE_BENCH := $(BUILD)/bench/preload-sample-cost
 PRELOAD_TEST_DIR := $(BUILD)/tests/preload
 PRELOAD_PROG_C := $(wildcard tests/preload/progs/*.c)
 PRELOAD_PROG_CXX := $(wildcard tests/preload/progs/*.cpp)
+PRELOAD_PROG_HDRS := $(wildcard tests/preload/progs/*.h)
 PRELOAD_PROGS := $(PRELOAD_PROG_C:tests/preload/progs/%.c=$(PRELOAD_TEST_DIR)/progs/%) \
 	$(PRELOAD_PROG_CXX:tests/preload/progs/%.cpp=$(PRELOAD_TEST_DIR)/progs/%)
 PRELOAD_TEST_SRCS := $(wildcard tests/preload/test_*.c)
@@ -68,11 +69,11 @@ $(PRELOAD_SO): $(PRELOAD_OBJS) $(PRELOAD_CORE) $(PRELOAD_EXPORTS)
 		-Wl,--whole-archive $(PRELOAD_CORE) -Wl,--no-whole-archive \
 		$(MEMPROF_LIBS) $(PRELOAD_LDLIBS)
 
-$(PRELOAD_TEST_DIR)/progs/%: tests/preload/progs/%.c $(PRELOAD_SO) $(PUBLIC_HDRS)
+$(PRELOAD_TEST_DIR)/progs/%: tests/preload/progs/%.c $(PRELOAD_SO) $(PUBLIC_HDRS) $(PRELOAD_PROG_HDRS)
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(PRELOAD_PROG_FLAGS) -o $@ $< $(PRELOAD_PROG_LINK)
 
-$(PRELOAD_TEST_DIR)/progs/%: tests/preload/progs/%.cpp $(PRELOAD_SO) $(PUBLIC_HDRS)
+$(PRELOAD_TEST_DIR)/progs/%: tests/preload/progs/%.cpp $(PRELOAD_SO) $(PUBLIC_HDRS) $(PRELOAD_PROG_HDRS)
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(WARN) $(PRELOAD_PROG_FLAGS) -o $@ $< $(PRELOAD_PROG_LINK)
 

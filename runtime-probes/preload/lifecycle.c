@@ -30,6 +30,9 @@ atomic_int preload_allocator_ready;
 atomic_int preload_profiler_ready;
 atomic_int preload_exiting;
 static atomic_int init_state;
+/* Writers first: a fork must not wait behind an endless stream of readers. */
+#define CORE_GATE_INIT PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+static pthread_rwlock_t core_gate = CORE_GATE_INIT;
 static pthread_key_t thread_exit_key;
 static int thread_exit_key_ok;
 
@@ -69,6 +72,16 @@ static size_t env_bytes(const char *name, size_t dflt)
 	return (size_t)v;
 }
 
+void core_gate_read_lock(void)
+{
+	pthread_rwlock_rdlock(&core_gate);
+}
+
+void core_gate_unlock(void)
+{
+	pthread_rwlock_unlock(&core_gate);
+}
+
 static void thread_exit_destructor(void *unused)
 {
 	struct preload_thread *t = &preload_self;
@@ -78,8 +91,11 @@ static void thread_exit_destructor(void *unused)
 		return;
 	/* Stay inside the profiler for good: later allocations pass through. */
 	preload_enter(t);
-	if (preload_profiler_usable())
+	if (preload_profiler_usable()) {
+		preload_enter_core(t);
 		memprof_thread_exit();
+		preload_leave_core(t);
+	}
 	t->exited = 1;
 }
 
@@ -93,22 +109,42 @@ void preload_register_thread(struct preload_thread *t)
 	preload_leave(t);
 }
 
+/*
+ * fork: wait until no thread is inside the core, then hold our locks across
+ * the fork.  A fork made from inside a callback (this thread already holds
+ * the gate) cannot wait for the others: it goes ahead.
+ */
+static __thread int fork_holds_gate;
+
 static void fork_prepare(void)
 {
-	preload_enter(&preload_self);
+	struct preload_thread *t = &preload_self;
+
+	preload_enter(t);
+	fork_holds_gate = t->core_depth == 0;
+	if (fork_holds_gate)
+		pthread_rwlock_wrlock(&core_gate);
 	sampled_blocks_lock_all();
 }
 
 static void fork_parent(void)
 {
 	sampled_blocks_unlock_all();
+	if (fork_holds_gate)
+		pthread_rwlock_unlock(&core_gate);
 	preload_leave(&preload_self);
 }
 
 static void fork_child(void)
 {
+	struct preload_thread *t = &preload_self;
+
 	sampled_blocks_reinit_locks();
-	preload_leave(&preload_self);
+	core_gate = (pthread_rwlock_t)CORE_GATE_INIT;
+	/* Only this thread survives: its own calls into the core hold the gate. */
+	if (t->core_depth)
+		core_gate_read_lock();
+	preload_leave(t);
 }
 
 static void profiler_init(void)
@@ -116,7 +152,7 @@ static void profiler_init(void)
 	struct preload_thread *t = &preload_self;
 	memprof_host_ops ops;
 
-	preload_enter(t);
+	preload_enter_core(t);
 	sampler_configure(env_bytes(PRELOAD_ENV_YOUNG_EPOCH, PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES),
 			  env_bytes(PRELOAD_ENV_MAJOR_THRESHOLD,
 				    PRELOAD_DEFAULT_MAJOR_THRESHOLD_BYTES));
@@ -126,7 +162,7 @@ static void profiler_init(void)
 	memprof_host_init(&ops);
 	thread_exit_key_ok = pthread_key_create(&thread_exit_key, thread_exit_destructor) == 0;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	preload_leave(t);
+	preload_leave_core(t);
 }
 
 void preload_init(void)
@@ -163,10 +199,10 @@ PRELOAD_EXPORT int memprof_start(double rate, size_t callstack_size,
 	struct preload_thread *t = &preload_self;
 
 	preload_init();
-	preload_enter(t);
+	preload_enter_core(t);
 	int rc = preload_core_memprof_start(rate, callstack_size, tracker);
 	sampler_force_poll(t);
-	preload_leave(t);
+	preload_leave_core(t);
 	return rc;
 }
 
@@ -175,10 +211,10 @@ PRELOAD_EXPORT int memprof_stop(void)
 	struct preload_thread *t = &preload_self;
 
 	preload_init();
-	preload_enter(t);
+	preload_enter_core(t);
 	int rc = preload_core_memprof_stop();
 	sampler_force_poll(t);
-	preload_leave(t);
+	preload_leave_core(t);
 	return rc;
 }
 
@@ -187,8 +223,8 @@ PRELOAD_EXPORT int memprof_discard(void)
 	struct preload_thread *t = &preload_self;
 
 	preload_init();
-	preload_enter(t);
+	preload_enter_core(t);
 	int rc = preload_core_memprof_discard();
-	preload_leave(t);
+	preload_leave_core(t);
 	return rc;
 }

@@ -116,6 +116,7 @@ struct preload_thread {
 	double rate;         /* rate the sample point was drawn at, 0: polling */
 	size_t saved_countdown; /* countdown while inside the profiler */
 	unsigned inside;     /* reentrancy depth: the profiler is running */
+	unsigned core_depth; /* calls into the core in progress (gate held) */
 	unsigned char registered; /* thread-exit destructor armed */
 	unsigned char exited;     /* memprof_thread_exit ran: pass through */
 };
@@ -137,6 +138,27 @@ static inline void preload_leave(struct preload_thread *t)
 {
 	if (--t->inside == 0)
 		t->countdown = t->saved_countdown;
+}
+
+/*
+ * The core gate: a reader-writer lock every call into the core holds (as a
+ * reader, taken once per thread however deeply calls nest).  fork takes it
+ * as the writer, so no thread is inside the core (holding its mutex, or the
+ * unwinder's locks) when the child is made.
+ */
+void core_gate_read_lock(void);
+void core_gate_unlock(void);
+static inline void preload_enter_core(struct preload_thread *t)
+{
+	preload_enter(t);
+	if (t->core_depth++ == 0)
+		core_gate_read_lock();
+}
+static inline void preload_leave_core(struct preload_thread *t)
+{
+	if (--t->core_depth == 0)
+		core_gate_unlock();
+	preload_leave(t);
 }
 
 /*

@@ -80,7 +80,7 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t words)
 	size_t n_samples = 0;
 	size_t rest = SIZE_MAX;
 
-	preload_enter(t);
+	preload_enter_core(t);
 	epochs_account(consumed);
 	/* Errors of postponed callbacks have nowhere to go from malloc. */
 	(void)memprof_run_postponed();
@@ -95,7 +95,7 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t words)
 			rest = point - words;
 		}
 	}
-	preload_leave(t);
+	preload_leave_core(t);
 	countdown_arm(t, rest, rate);
 	return n_samples;
 }
@@ -105,7 +105,7 @@ void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_sam
 {
 	uint64_t handle = 0;
 
-	preload_enter(t);
+	preload_enter_core(t);
 	/* The alloc callback's error has nowhere to go: the block stays. */
 	(void)memprof_track_malloc((memprof_value)p, words, n_samples,
 				   bytes >= major_threshold_bytes, &handle);
@@ -113,16 +113,16 @@ void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_sam
 		/* No room to remember it: end its tracking now rather than leak it. */
 		memprof_block_freed(handle);
 	}
-	preload_leave(t);
+	preload_leave_core(t);
 }
 
 void sampler_handle_freed(struct preload_thread *t, uint64_t handle)
 {
 	if (!preload_profiler_usable())
 		return;
-	preload_enter(t);
+	preload_enter_core(t);
 	memprof_block_freed(handle);
-	preload_leave(t);
+	preload_leave_core(t);
 }
 
 void sampler_block_freed(struct preload_thread *t, const void *p)

@@ -39,7 +39,9 @@ struct tracker_counts {
 
 static struct tracker_counts tracker_counts;
 static _Atomic(struct record *) tracker_all;
-static _Thread_local int tracker_tag;
+/* volatile: the compiler assumes malloc reads no program memory, and
+ * would otherwise drop a store to the tag made just before a malloc. */
+static _Thread_local volatile int tracker_tag;
 static int tracker_exact; /* rate 1: n_samples must equal size */
 
 static struct record *tracker_new(const memprof_allocation *info, enum record_state st)

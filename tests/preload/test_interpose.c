@@ -1,0 +1,75 @@
+/*
+ * The malloc family under the preload behaves as glibc's: edge cases
+ * (calloc overflow, huge requests, alignment, realloc), with and without
+ * sampling; realloc seen by a tracker as free + malloc; ordinary programs
+ * run unchanged.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "harness.h"
+
+static const char *const edge_checks[] = {
+	"calloc_overflow", "calloc_overflow_square", "calloc_zero", "calloc_zeroed",
+	"malloc_huge", "malloc_zero", "realloc_grow_keeps", "realloc_shrink_keeps",
+	"realloc_fail_keeps", "realloc_zero_frees", "realloc_null_mallocs",
+	"posix_memalign_bad", "posix_memalign_bad_small", "posix_memalign",
+	"posix_memalign_huge", "aligned_alloc", "memalign", "valloc", "pvalloc",
+	"usable_size_null", "usable_size", NULL,
+};
+
+static void expect_edges(const char *mode)
+{
+	const char *argv[] = {preload_prog("edge"), mode, NULL};
+	struct run_result r;
+
+	run_program(argv, NULL, 1, &r);
+	cr_assert(run_ok(&r));
+	for (size_t i = 0; edge_checks[i]; i++)
+		cr_expect_eq(result_num(&r, edge_checks[i]), 1, "%s (%s)", edge_checks[i], mode);
+	if (!strcmp(mode, "sampled")) {
+		cr_expect_eq(result_num(&r, "order_ok"), 1);
+		cr_expect_eq(result_num(&r, "saw_samples"), 1);
+		cr_expect_eq(result_num(&r, "all_dead"), 1);
+	}
+	run_result_free(&r);
+}
+
+Test(interpose, edge_cases_unsampled)
+{
+	expect_edges("plain");
+}
+
+Test(interpose, edge_cases_sampled)
+{
+	expect_edges("sampled");
+}
+
+Test(interpose, realloc_is_free_then_malloc)
+{
+	const char *argv[] = {preload_prog("realloc_track"), NULL};
+	struct run_result r;
+
+	run_program(argv, NULL, 1, &r);
+	cr_assert(run_ok(&r));
+	cr_expect_str_eq(result_str(&r, "events"),
+			 "alloc:13 dealloc:#1 alloc:125 alloc:5 dealloc:#3 dealloc:#2\n");
+	cr_expect_not_null(strstr(r.out, "failed=1 zero=1"));
+	run_result_free(&r);
+}
+
+/* A real program gives the same output with and without the preload. */
+Test(interpose, shell_pipeline_output_unchanged)
+{
+	const char *argv[] = {"/bin/sh", "-c",
+			       "seq 1 200000 | sort -r | md5sum; ls -la /usr/lib | wc -l", NULL};
+	struct run_result a, b;
+
+	run_program(argv, NULL, 0, &a);
+	run_program(argv, NULL, 1, &b);
+	cr_assert(run_ok(&a) && run_ok(&b));
+	cr_expect_str_eq(a.out, b.out);
+	cr_expect_str_eq(b.err, "");
+	run_result_free(&a);
+	run_result_free(&b);
+}
