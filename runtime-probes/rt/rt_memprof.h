@@ -168,9 +168,14 @@ static inline void rt_mp_thread_exit(void)
 
 #endif /* RT_NO_MEMPROF */
 
-/* gc timeline probe (memprof:gc, phases MEMPROF_PROBE_GC_*).
- * TODO: fire it through memprof_probes.h when the core provides it. */
+/* The gc timeline probe (memprof:gc), phase one of MEMPROF_PROBE_GC_*. */
+#if RT_WITH_MEMPROF
+#include "memprof_probes.h"
+#define rt_probe_gc(phase, minor_bytes, major_bytes) \
+	memprof_probe_gc((phase), (minor_bytes), (major_bytes))
+#else
 #define rt_probe_gc(phase, minor_bytes, major_bytes) \
 	((void)(phase), (void)(minor_bytes), (void)(major_bytes))
+#endif
 
 #endif
