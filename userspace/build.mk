@@ -31,16 +31,28 @@ EXTRA_CFLAGS_tests/attach/ := -O1 -fno-omit-frame-pointer -fno-optimize-sibling-
 $(ATTACH_TRIGGER): $(BUILD)/obj/tests/attach/trigger.o
 	$(CC) $(CFLAGS) $^ -o $@ -lm
 
+# The same trigger in a shared library, run by a small executable.
+ATTACH_TRIGGER_LIB := $(BUILD)/libattach-trigger.so
+ATTACH_TRIGGER_SO := $(BUILD)/attach-trigger-so
+$(BUILD)/obj/tests/attach/trigger_lib.o: tests/attach/trigger.c
+
+$(ATTACH_TRIGGER_LIB): $(BUILD)/obj/tests/attach/trigger_lib.o
+	$(CC) $(CFLAGS) -shared $^ -o $@ -lm
+
+$(ATTACH_TRIGGER_SO): $(BUILD)/obj/tests/attach/trigger_so_main.o $(ATTACH_TRIGGER_LIB)
+	$(CC) $(CFLAGS) $< -o $@ -L$(BUILD) -lattach-trigger -Wl,-rpath,'$$ORIGIN'
+
 ATTACH_TEST_OBJS := $(BUILD)/obj/tests/attach/test_attach.o \
 	$(BUILD)/obj/tests/attach/attach_util.o $(BUILD)/obj/tests/attach/test_elfimage.o \
 	$(BUILD)/obj/tests/attach/test_errors.o $(BUILD)/obj/tests/attach/test_workload.o
 $(ATTACH_TEST_OBJS): bpf/memprof.h tests/attach/attach_util.h
 
-$(ATTACH_TEST): $(ATTACH_TEST_OBJS) $(LOADER_LIB_OBJS) | $(LOADER) $(ATTACH_TRIGGER)
+$(ATTACH_TEST): $(ATTACH_TEST_OBJS) $(LOADER_LIB_OBJS) | $(LOADER) $(ATTACH_TRIGGER) \
+		$(ATTACH_TRIGGER_SO)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf -lz -lm
 
-ALL_TARGETS += $(ATTACH_TRIGGER)
+ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO)
 ifneq ($(wildcard tests/attach/test_attach.c),)
 TEST_BINS += $(ATTACH_TEST)
 endif

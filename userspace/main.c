@@ -46,6 +46,7 @@ struct options {
 	const char *all_views_dir;
 	enum output_view view;
 	double rate;
+	uint32_t max_blocks; /* 0: the default size of the block map */
 };
 
 static void usage(FILE *f)
@@ -53,18 +54,20 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view "
 		"alloc|live|promoted|short]\n"
-		"                             [--all-views DIR] [--rate R] [-v]\n"
+		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
 		"Traces the memprof USDT probes of process PID and writes folded stacks weighted\n"
 		"in estimated bytes (to FILE or stdout; with --all-views, DIR/<view>.folded for\n"
 		"every view).  Stops after -d SECONDS, on SIGINT/SIGTERM, or when PID exits.\n"
 		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
 		"             the end; promoted: blocks promoted; short: blocks freed while young\n"
 		"  --rate R   sampling rate per word asked of the target (default %g)\n"
+		"  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
+		"             when full, samples still count in alloc and a note reports drops\n"
 		"  -v         verbose, with libbpf's own log\n"
 		"Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
 		"(no such process, no memprof probes, corrupt ELF), 3 not privileged or kernel\n"
 		"without BTF/uprobes, 4 BPF or output failure.\n",
-		MEMPROF_PROBE_DEFAULT_RATE);
+		MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS);
 }
 
 static int die(int code, const char *fmt, ...)
@@ -137,6 +140,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 				die(EXIT_USAGE, "bad rate '%s' (a rate per word, in (0, 1])", v);
 				return -1;
 			}
+		} else if (!strcmp(a, "--max-blocks")) {
+			unsigned long n = strtoul(v, &end, 10);
+
+			if (*end || *v == '-' || n == 0 || n > UINT32_MAX) {
+				die(EXIT_USAGE, "bad block count '%s'", v);
+				return -1;
+			}
+			o->max_blocks = (uint32_t)n;
 		} else {
 			die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
 			return -1;
@@ -363,7 +374,7 @@ static int run(const struct options *o, struct symbolizer *sym)
 		target_free(&t);
 		return code;
 	}
-	switch (tracer_open(&tr, o->pid, err, sizeof(err))) {
+	switch (tracer_open(&tr, o->pid, o->max_blocks, err, sizeof(err))) {
 	case TRACER_OK:
 		code = EXIT_OK;
 		break;

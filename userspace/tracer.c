@@ -39,7 +39,8 @@ static void *map_array(struct bpf_map *map, size_t *bytes)
 	return p;
 }
 
-enum tracer_status tracer_open(struct tracer *tr, pid_t pid, char *err, size_t errlen)
+enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks, char *err,
+			       size_t errlen)
 {
 	int rc;
 
@@ -51,6 +52,10 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, char *err, size_t e
 		return status_of(rc);
 	}
 	tr->skel->rodata->target_tgid = (__u32)pid;
+	if (max_blocks && (rc = bpf_map__set_max_entries(tr->skel->maps.blocks, max_blocks))) {
+		snprintf(err, errlen, "cannot size the block map: %s", strerror(-rc));
+		return TRACER_FAILED;
+	}
 	rc = memprof_bpf__load(tr->skel);
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -v for details)",

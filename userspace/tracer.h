@@ -36,8 +36,12 @@ enum tracer_status {
 	TRACER_FAILED = 2,
 };
 
-/* Open and load the BPF object for pid; map the arrays. */
-enum tracer_status tracer_open(struct tracer *tr, pid_t pid, char *err, size_t errlen);
+/*
+ * Open and load the BPF object for pid; map the arrays.  max_blocks sizes
+ * the block map (0: MEMPROF_MAX_BLOCKS).
+ */
+enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks, char *err,
+			       size_t errlen);
 /* Attach every memprof probe of every probe file of t. */
 enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char *err,
 				 size_t errlen);

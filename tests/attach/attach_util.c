@@ -87,6 +87,11 @@ static int build_argv(char *argv[], const char *bin, const char *const args[])
 
 pid_t trigger_start(const char *dir, const char *out, const char *const args[])
 {
+	return trigger_start_bin(TRIGGER_BIN, dir, out, args);
+}
+
+pid_t trigger_start_bin(const char *bin, const char *dir, const char *out, const char *const args[])
+{
 	char ready[512], *argv[MAX_ARGS];
 	const char *all[MAX_ARGS];
 	int n = 0;
@@ -98,7 +103,7 @@ pid_t trigger_start(const char *dir, const char *out, const char *const args[])
 	for (int i = 0; args && args[i] && n < MAX_ARGS - 1; i++)
 		all[n++] = args[i];
 	all[n] = NULL;
-	build_argv(argv, TRIGGER_BIN, all);
+	build_argv(argv, bin, all);
 	pid = spawn(argv, out, NULL);
 	if (pid < 0 || wait_file(ready, 10) < 0)
 		return -1;

@@ -7,6 +7,7 @@
 
 #define LOADER_BIN "build/memprof-bpf"
 #define TRIGGER_BIN "build/attach-trigger"
+#define TRIGGER_SO_BIN "build/attach-trigger-so"
 #define WORKLOAD_BIN "build/workload-sites"
 
 #define MAX_SITES 16
@@ -34,6 +35,9 @@ int wait_file(const char *path, double timeout_s);
 
 /* Start the trigger with args (NULL-terminated); returns its pid once ready. */
 pid_t trigger_start(const char *dir, const char *out, const char *const args[]);
+/* The same with another trigger binary (TRIGGER_SO_BIN). */
+pid_t trigger_start_bin(const char *bin, const char *dir, const char *out,
+			const char *const args[]);
 
 /* Run the loader to completion with args; stderr to err_path. Exit code. */
 int loader_run(const char *err_path, const char *const args[]);

@@ -61,23 +61,30 @@ static void read_views(struct run *r)
 	}
 }
 
-/* The trigger waits for the tracer, runs ITERS iterations and exits while
- * still attached. */
-static void run_attached(struct run *r)
+/* The trigger (bin) waits for the tracer, runs ITERS iterations and exits
+ * while still attached.  extra: one more loader option and its value. */
+static void run_attached_bin(struct run *r, const char *bin, const char *extra,
+			     const char *extra_val)
 {
 	const char *targs[] = {"--wait-tracers", "1", "--iterations", ITERS_ARG, NULL};
 	char pid[16];
 	pid_t t;
 
 	paths(r, "tracer");
-	t = trigger_start(r->dir, r->out, targs);
+	t = trigger_start_bin(bin, r->dir, r->out, targs);
 	cr_assert_gt(t, 0, "trigger did not start");
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *largs[] = {"attach", pid, "--rate", RATE_ARG, "--all-views", r->views, NULL};
+	const char *largs[] = {"attach", pid,	"--rate",  RATE_ARG, "--all-views",
+			       r->views, extra, extra_val, NULL};
 	r->rc = loader_run(r->err, largs);
 	cr_assert_eq(wait_exit(t), 0, "trigger failed");
 	cr_assert_eq(site_table_read_lines(r->out, &r->trigger), 0);
 	read_views(r);
+}
+
+static void run_attached(struct run *r)
+{
+	run_attached_bin(r, TRIGGER_BIN, NULL, NULL);
 }
 
 static void assert_invariants(const char *err)
@@ -243,4 +250,37 @@ Test(attach_trigger, sigint_stops_the_tracer_with_output)
 	kill(t, SIGTERM);
 	wait_exit(t);
 	cr_expect(file_contains(r.views, "site_short_lived"));
+}
+
+Test(attach_trigger, probes_in_a_shared_library)
+{
+	char path[256];
+	struct run r;
+
+	run_attached_bin(&r, TRIGGER_SO_BIN, NULL, NULL);
+	cr_assert_eq(r.rc, 0);
+	assert_invariants(r.err);
+	for (int s = 0; s < N_TRIGGER_SITES; s++)
+		cr_expect_eq(site_value(&r.view[V_ALLOC], sites[s], 0),
+			     site_value(&r.trigger, sites[s], COL_EST_BYTES), "alloc %s", sites[s]);
+	/* main in the executable, the rest in the .so: both symbolized. */
+	snprintf(path, sizeof(path), "%s/alloc.folded", r.views);
+	cr_expect(file_contains(path, ";main;attach_trigger_main;site_short_lived "),
+		  "bad stacks in %s", path);
+}
+
+Test(attach_trigger, a_full_block_map_is_reported)
+{
+	struct run r;
+
+	run_attached_bin(&r, TRIGGER_BIN, "--max-blocks", "64");
+	cr_assert_eq(r.rc, 0);
+	cr_expect_gt(loader_stat(r.err, "dropped"), 0);
+	cr_expect(file_contains(r.err, "block map full"), "no note on the full map");
+	/* Blocks that found no room still count where they were allocated. */
+	for (int s = 0; s < N_TRIGGER_SITES; s++)
+		cr_expect_eq(site_value(&r.view[V_ALLOC], sites[s], 0),
+			     site_value(&r.trigger, sites[s], COL_EST_BYTES), "alloc %s", sites[s]);
+	cr_expect_lt(site_value(&r.view[V_LIVE], "site_long_lived", 0),
+		     site_value(&r.trigger, "site_long_lived", COL_EST_BYTES));
 }

@@ -130,3 +130,28 @@ Test(attach_workload, views_follow_the_sites_and_sampling_stops_on_detach)
 		     site_value(&view[V_ALLOC], "site_short_lived", 0) * 9 / 10);
 	cr_expect_eq(site_value(&view[V_PROMOTED], "site_short_lived", 0), 0);
 }
+
+Test(attach_workload, an_in_process_profile_is_noted)
+{
+	char dir[128], out[256], err[256], ready[256], pid[16];
+	char *argv[] = {WORKLOAD_BIN,	  "--rate",	  "0.002", "--seconds",
+			WORKLOAD_SECONDS, "--ready-file", ready,   NULL};
+	pid_t w;
+
+	tmpdir_make(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/workload.out", dir);
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	w = spawn(argv, out, NULL);
+	cr_assert_gt(w, 0);
+	cr_assert_eq(wait_file(ready, 10), 0, "%s did not start", WORKLOAD_BIN);
+	snprintf(pid, sizeof(pid), "%d", (int)w);
+	const char *largs[] = {"attach", pid,  "-d",	    "1", "--rate",
+			       RATE_ARG, "-o", "/dev/null", NULL};
+	cr_expect_eq(loader_run(err, largs), 0);
+	kill(w, SIGTERM);
+	cr_expect_eq(wait_exit(w), 0);
+	cr_expect(file_contains(err, "in-process profile is sampling at rate 0.002"),
+		  "no note on the in-process profile");
+	cr_expect_gt(loader_stat(err, "samples"), 0, "the in-process samples were not seen");
+}
