@@ -28,6 +28,7 @@ PRELOAD_PROG_CXX := $(wildcard tests/preload/progs/*.cpp)
 PRELOAD_PROG_HDRS := $(wildcard tests/preload/progs/*.h)
 PRELOAD_PROGS := $(PRELOAD_PROG_C:tests/preload/progs/%.c=$(PRELOAD_TEST_DIR)/progs/%) \
 	$(PRELOAD_PROG_CXX:tests/preload/progs/%.cpp=$(PRELOAD_TEST_DIR)/progs/%)
+PRELOAD_PROGS += $(PRELOAD_TEST_DIR)/progs/libearly.so
 PRELOAD_TEST_SRCS := $(wildcard tests/preload/test_*.c)
 PRELOAD_TEST_BINS := $(PRELOAD_TEST_SRCS:tests/preload/%.c=$(PRELOAD_TEST_DIR)/%)
 PRELOAD_TEST_HELPER_OBJS := $(BUILD)/obj/tests/preload/harness.o
@@ -76,6 +77,11 @@ $(PRELOAD_TEST_DIR)/progs/%: tests/preload/progs/%.c $(PRELOAD_SO) $(PUBLIC_HDRS
 $(PRELOAD_TEST_DIR)/progs/%: tests/preload/progs/%.cpp $(PRELOAD_SO) $(PUBLIC_HDRS) $(PRELOAD_PROG_HDRS)
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(WARN) $(PRELOAD_PROG_FLAGS) -o $@ $< $(PRELOAD_PROG_LINK)
+
+# Preloaded after the preload by the allocations-before-init test.
+$(PRELOAD_TEST_DIR)/progs/libearly.so: tests/preload/libs/early_lib.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(WARN) -O1 -g -fPIC -shared -o $@ $<
 
 $(PRELOAD_TEST_DIR)/test_%: $(BUILD)/obj/tests/preload/test_%.o $(PRELOAD_TEST_HELPER_OBJS) \
 		$(PRELOAD_SO) $(PRELOAD_PROGS)

@@ -26,7 +26,9 @@ void *bootstrap_alloc(size_t size, size_t align)
 			errno = ENOMEM;
 			return NULL;
 		}
-		start = (old + sizeof(size_t) + align - 1) & ~(align - 1);
+		/* Align the address, not the offset: the arena is only 64-aligned. */
+		uintptr_t base = (uintptr_t)bootstrap_arena;
+		start = ((base + old + sizeof(size_t) + align - 1) & ~(uintptr_t)(align - 1)) - base;
 		if (start > BOOTSTRAP_ARENA_BYTES || size > BOOTSTRAP_ARENA_BYTES - start) {
 			errno = ENOMEM;
 			return NULL;

@@ -5,6 +5,7 @@
  * run unchanged.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
@@ -72,4 +73,26 @@ Test(interpose, shell_pipeline_output_unchanged)
 	cr_expect_str_eq(b.err, "");
 	run_result_free(&a);
 	run_result_free(&b);
+}
+
+/* Allocations made before the preload's constructor ran. */
+Test(interpose, allocations_before_init)
+{
+	const char *argv[] = {preload_prog("early"), NULL};
+	char preload2[4096];
+	const char *env[] = {preload2, NULL};
+	struct run_result r;
+
+	/* LD_PRELOAD the test library after the preload (given first here). */
+	snprintf(preload2, sizeof(preload2), "LD_PRELOAD=%s %s", preload_library(),
+		 preload_prog("libearly.so"));
+	run_program(argv, env, 0, &r);
+	cr_assert(run_ok(&r));
+	cr_expect_eq(result_num(&r, "lib_blocks_valid"), 1);
+	cr_expect_eq(result_num(&r, "own_blocks_valid"), 1);
+	/* Only the realloc made while profiling is sampled; nothing else died. */
+	cr_expect_eq(result_num(&r, "samples"), 625);
+	cr_expect_eq(result_num(&r, "deallocs"), 1);
+	cr_expect_eq(result_num(&r, "order_errors"), 0);
+	run_result_free(&r);
 }

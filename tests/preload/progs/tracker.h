@@ -128,7 +128,7 @@ static const memprof_tracker checking_tracker = {
 };
 
 /* Records of a tag not dead yet. */
-static unsigned long long tracker_live(int tag)
+static inline unsigned long long tracker_live(int tag)
 {
 	unsigned long long n = 0;
 
