@@ -11,6 +11,7 @@ BPF_HDRS := bpf/memprof.h runtime-probes/include/memprof_probe_abi.h $(VMLINUX_H
 
 $(VMLINUX_H): | $(DEPS_STAMP)
 	@test -r $(KERNEL_BTF) || { echo "bpf: $(KERNEL_BTF) missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF)" >&2; exit 1; }
+	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file $(KERNEL_BTF) format c > $@.tmp && mv $@.tmp $@
 
 $(BPF_OBJ): bpf/memprof.bpf.c $(BPF_HDRS) | $(DEPS_STAMP)
