@@ -39,8 +39,9 @@ struct entry {
 	size_t wosize;    /* block size in words, header excluded */
 	unsigned source : 2;       /* enum memprof_source */
 	unsigned young : 1;        /* born young (minor heap / young epoch) */
-	unsigned malloc_style : 1; /* malloc host: never moves, dies by free, has a handle */
-	unsigned direct : 1;       /* callbacks run right away, by the thread that sees the event */
+	/* Malloc host: never moves, dies by free, has a handle (handles.c), and
+	 * its callbacks run right away on the thread that sees the event. */
+	unsigned malloc_style : 1;
 	unsigned unbound : 1;      /* placeholder: the block is not allocated yet (implies busy) */
 	unsigned alloc_done : 1;   /* alloc callback ran (or will never run) */
 	unsigned promoted : 1;     /* survived into the major heap; implies young */

@@ -44,7 +44,6 @@ size_t sample_new_locked(memprof_value block, size_t wosize, size_t n_samples, u
 	e->source = source & 3u;
 	e->young = (flags & SAMPLE_YOUNG) != 0;
 	e->malloc_style = (flags & SAMPLE_MALLOC) != 0;
-	e->direct = (flags & SAMPLE_MALLOC) != 0;
 	e->unbound = (flags & SAMPLE_UNBOUND) != 0;
 	if (p) {
 		e->prof = p;
@@ -107,7 +106,7 @@ static size_t young_first_gap(uintptr_t young_ptr, const struct rate *r)
 
 	if (trig > start && trig <= young_ptr)
 		return (young_ptr - trig) / WORD + 1;
-	if (trig == start && start <= young_ptr) {
+	if (trig == start && start != 0 && start <= young_ptr) {
 		/* The drawn gap overshot the heap: by memorylessness, what is
 		 * left beyond the room is a fresh geometric gap. */
 		size_t room = (young_ptr - start) / WORD;

@@ -25,6 +25,15 @@
  * threads may run callbacks at once (one may block inside a callback while
  * another runs the others), but the callbacks of one block run in order and
  * never concurrently.  Allocations made by a callback are not sampled.
+ *
+ * Once stopped, a profile runs no alloc callback (not even for blocks
+ * sampled before the stop); its tracked blocks keep their promote and
+ * dealloc callbacks until memprof_discard.
+ *
+ * A thread may exit inside a callback if its host calls memprof_thread_exit
+ * first (the reference runtime's rt_thread_exit does): the block that
+ * callback was for stops being tracked, as if the callback had returned
+ * MEMPROF_NONE.  See docs/design.md.
  */
 #ifndef MEMPROF_H
 #define MEMPROF_H
