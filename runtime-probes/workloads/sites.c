@@ -340,6 +340,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rt_major_gc();
+	if (rt_poll()) /* the last postponed callbacks */
+		fprintf(stderr, "workload-sites: a callback failed at exit\n");
 	printf("rounds %llu\n", (unsigned long long)r);
 	for (int s = 0; s < N_SITES; s++)
 		printf("site %s words %llu live_words %llu\n", site_names[s],

@@ -1,0 +1,211 @@
+/*
+ * rt as a memprof host, sampling on: the sample counts stay unbiased
+ * whatever sends allocations down the slow path (requested safe points,
+ * callbacks that allocate, thread switches), and the bundled workload's
+ * in-process estimate matches its printed truth.  Bounds are 5.7 sigma, as
+ * in OCaml's statmemprof tests; seeds are fixed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <criterion/criterion.h>
+
+#include "memprof.h"
+#include "rt.h"
+
+#define SIGMAS 5.7
+#define SEED 1234
+
+static uint64_t samples;
+static int allocate_in_callback;
+
+static void setup(void)
+{
+	cr_assert_eq(rt_init(NULL), 0);
+	memprof_set_seed(SEED);
+	samples = 0;
+	allocate_in_callback = 0;
+}
+
+static void teardown(void)
+{
+	memprof_stop();
+	memprof_discard();
+	rt_shutdown();
+}
+
+TestSuite(rt_sampling, .init = setup, .fini = teardown);
+
+static int count_alloc(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	rt_value junk;
+
+	(void)arg;
+	samples += info->n_samples;
+	/* Not sampled, and may cross the trigger or fill the minor heap. */
+	for (int i = 0; i < allocate_in_callback; i++)
+		if (rt_alloc(7, 0, &junk))
+			return 1;
+	*out = MEMPROF_NONE;
+	return 0;
+}
+
+static const memprof_tracker counter = {.alloc_minor = count_alloc, .alloc_major = count_alloc};
+
+static void assert_poisson(const char *what, uint64_t observed, double expected)
+{
+	double dev = fabs((double)observed - expected);
+
+	cr_assert_leq(dev, SIGMAS * sqrt(expected), "%s: %llu samples, expected %.1f", what,
+		      (unsigned long long)observed, expected);
+}
+
+/* Allocate `n` blocks of `wosize`, calling `between` after each one. */
+static uint64_t allocate_words(size_t n, size_t wosize, void (*between)(size_t i))
+{
+	rt_value v = RT_UNIT;
+
+	RT_ROOTS(1, &v);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(rt_alloc(wosize, 0, &v), 0);
+		if (between)
+			between(i);
+	}
+	RT_ROOTS_END();
+	cr_assert_eq(rt_poll(), 0);
+	return (uint64_t)n * (wosize + 1);
+}
+
+Test(rt_sampling, plain_allocations)
+{
+	uint64_t words;
+
+	cr_assert_eq(memprof_start(0.01, 0, &counter), 0);
+	words = allocate_words(200000, 3, NULL);
+	assert_poisson("plain", samples, 0.01 * (double)words);
+}
+
+static void blocking_section(size_t i)
+{
+	(void)i;
+	rt_enter_blocking_section();
+	rt_leave_blocking_section(); /* requests a safe point */
+}
+
+Test(rt_sampling, safe_point_requests_do_not_bias)
+{
+	uint64_t words;
+
+	cr_assert_eq(memprof_start(0.02, 0, &counter), 0);
+	words = allocate_words(200000, 2, blocking_section);
+	assert_poisson("every allocation after a safe point request", samples,
+		       0.02 * (double)words);
+}
+
+static void poll_each(size_t i)
+{
+	(void)i;
+	cr_assert_eq(rt_poll(), 0);
+}
+
+Test(rt_sampling, callbacks_that_allocate_do_not_bias)
+{
+	uint64_t words;
+
+	allocate_in_callback = 40; /* 320 words per callback, not sampled */
+	cr_assert_eq(memprof_start(0.05, 0, &counter), 0);
+	words = allocate_words(100000, 1, poll_each);
+	assert_poisson("callbacks allocating", samples, 0.05 * (double)words);
+}
+
+static void *thread_allocate(void *arg)
+{
+	rt_value v = RT_UNIT;
+
+	(void)arg;
+	memprof_set_seed(SEED + 1);
+	RT_ROOTS(1, &v);
+	for (int i = 0; i < 100000; i++) {
+		if (rt_alloc(3, 0, &v))
+			return (void *)1;
+		if (i % 100 == 0)
+			rt_yield();
+	}
+	RT_ROOTS_END();
+	return NULL;
+}
+
+static void yield_often(size_t i)
+{
+	if (i % 100 == 0)
+		rt_yield();
+}
+
+Test(rt_sampling, thread_switches_do_not_bias)
+{
+	rt_thread *t;
+	void *ret;
+	uint64_t words;
+
+	cr_assert_eq(memprof_start(0.01, 0, &counter), 0);
+	cr_assert_eq(rt_thread_create(&t, thread_allocate, NULL), 0);
+	words = allocate_words(100000, 3, yield_often);
+	cr_assert_eq(rt_thread_join(t, &ret), 0);
+	cr_assert_null(ret);
+	cr_assert_eq(rt_poll(), 0);
+	assert_poisson("two threads", samples, 0.01 * (double)(words + 100000 * 4));
+}
+
+Test(rt_sampling, every_allocation_path)
+{
+	rt_value v = RT_UNIT, tree = RT_UNIT;
+	size_t sizes[3] = {1, 4, 9};
+	uint64_t words = 0;
+	void *data;
+	size_t len;
+
+	RT_ROOTS(2, &v, &tree);
+	cr_assert_eq(rt_alloc(2, 0, &tree), 0);
+	cr_assert_eq(rt_alloc(3, 0, &v), 0);
+	rt_store_field(tree, 0, v);
+	cr_assert_eq(rt_marshal(tree, &data, &len), 0);
+	cr_assert_eq(memprof_start(0.01, 0, &counter), 0);
+	for (int i = 0; i < 20000; i++) {
+		rt_value out[3];
+
+		cr_assert_eq(rt_alloc_comb(3, sizes, 0, out), 0);
+		words += 1 + 1 + 4 + 1 + 9 + 1;
+		cr_assert_eq(rt_alloc_major(300, 0, &v), 0);
+		words += 301;
+		cr_assert_eq(rt_alloc_custom(NULL, 800, NULL, &v), 0);
+		words += 3 + 100;
+		cr_assert_eq(rt_unmarshal(data, len, &v), 0);
+		words += 3 + 4;
+	}
+	cr_assert_eq(rt_poll(), 0);
+	free(data);
+	RT_ROOTS_END();
+	assert_poisson("comb, major, custom, unmarshal", samples, 0.01 * (double)words);
+}
+
+/* The bundled workload: its in-process estimate against its own truth. */
+Test(rt_sampling, workload_sites_estimate)
+{
+	const double rate = 0.005;
+	FILE *p = popen("./build/workload-sites --iterations 30000 --rate 0.005", "r");
+	char line[256], name[64];
+	unsigned long long words, live, inproc = 0, total = 0, sites = 0;
+
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, "site %63s words %llu live_words %llu", name, &words, &live) == 3) {
+			cr_assert_leq(live, words, "%s", name);
+			total += words;
+			sites++;
+		}
+		sscanf(line, "inprocess samples %llu", &inproc);
+	}
+	cr_assert_eq(pclose(p), 0);
+	cr_assert_eq(sites, 5);
+	assert_poisson("workload-sites", inproc, rate * (double)total);
+}
