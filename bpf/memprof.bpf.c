@@ -87,6 +87,25 @@ static __always_inline __u64 stack_hash(const struct memprof_stack *s)
 	return h;
 }
 
+/* The stack stored under id, if it is s; else MEMPROF_STACK_UNKNOWN. */
+static __always_inline __u32 stacks_check(__u32 id, const struct memprof_stack *s)
+{
+	const struct memprof_stack *kept = bpf_map_lookup_elem(&stacks, &id);
+
+	if (!kept || kept->len != s->len)
+		goto collide;
+	for (int i = 0; i < MEMPROF_STACK_DEPTH; i++) {
+		if (i >= s->len)
+			break;
+		if (kept->pcs[i] != s->pcs[i])
+			goto collide;
+	}
+	return id;
+collide:
+	count(MEMPROF_CNT_DROP_STACK_COLLIDE);
+	return MEMPROF_STACK_UNKNOWN;
+}
+
 /* Stack id of s, stored on first sight; MEMPROF_STACK_UNKNOWN if full. */
 static __always_inline __u32 stacks_intern(const struct memprof_stack *s)
 {
@@ -96,7 +115,7 @@ static __always_inline __u32 stacks_intern(const struct memprof_stack *s)
 	__u32 id;
 
 	if (known)
-		return *known;
+		return stacks_check(*known, s);
 	if (next_stack_id >= MEMPROF_MAX_STACKS) {
 		count(MEMPROF_CNT_DROP_STACKS_FULL);
 		return MEMPROF_STACK_UNKNOWN;
@@ -113,7 +132,7 @@ static __always_inline __u32 stacks_intern(const struct memprof_stack *s)
 	/* Another CPU interned it first (our slot stays unused), or full. */
 	known = bpf_map_lookup_elem(&stack_ids, &h);
 	if (known)
-		return *known;
+		return stacks_check(*known, s);
 	count(MEMPROF_CNT_DROP_STACK_HASH);
 	return MEMPROF_STACK_UNKNOWN;
 }

@@ -65,20 +65,21 @@ struct memprof_block {
 
 /* counters[] indexes: events seen, drops, checked invariants. */
 enum memprof_counter {
-	MEMPROF_CNT_SAMPLES = 0,      /* sample probes seen */
-	MEMPROF_CNT_PROMOTES,	      /* promote probes seen */
-	MEMPROF_CNT_DEALLOCS,	      /* dealloc probes seen */
-	MEMPROF_CNT_GCS,	      /* gc probes seen */
-	MEMPROF_CNT_DROP_BLOCKS_FULL, /* block map full: block not tracked */
-	MEMPROF_CNT_DROP_STACKS_FULL, /* stack table full: unknown stack */
-	MEMPROF_CNT_DROP_STACK_HASH,  /* stack dedupe hash full: unknown stack */
-	MEMPROF_CNT_DROP_STACK_READ,  /* stack unreadable: unknown stack */
-	MEMPROF_CNT_DROP_SCRATCH,     /* per-CPU scratch missing */
-	MEMPROF_CNT_ORPHAN_PROMOTES,  /* promote of an id never sampled */
-	MEMPROF_CNT_ORPHAN_DEALLOCS,  /* dealloc of an id never sampled */
-	MEMPROF_CNT_DOUBLE_PROMOTES,  /* second promote of one id */
-	MEMPROF_CNT_DUPLICATE_IDS,    /* sample of an id already tracked */
-	MEMPROF_CNT_TRUNCATED_STACKS, /* stack_len above MEMPROF_STACK_DEPTH */
+	MEMPROF_CNT_SAMPLES = 0,	/* sample probes seen */
+	MEMPROF_CNT_PROMOTES,		/* promote probes seen */
+	MEMPROF_CNT_DEALLOCS,		/* dealloc probes seen */
+	MEMPROF_CNT_GCS,		/* gc probes seen */
+	MEMPROF_CNT_DROP_BLOCKS_FULL,	/* block map full: block not tracked */
+	MEMPROF_CNT_DROP_STACKS_FULL,	/* stack table full: unknown stack */
+	MEMPROF_CNT_DROP_STACK_HASH,	/* stack dedupe hash full: unknown stack */
+	MEMPROF_CNT_DROP_STACK_COLLIDE, /* two stacks, one 64-bit hash: unknown stack */
+	MEMPROF_CNT_DROP_STACK_READ,	/* stack unreadable: unknown stack */
+	MEMPROF_CNT_DROP_SCRATCH,	/* per-CPU scratch missing */
+	MEMPROF_CNT_ORPHAN_PROMOTES,	/* promote of an id never sampled */
+	MEMPROF_CNT_ORPHAN_DEALLOCS,	/* dealloc of an id never sampled */
+	MEMPROF_CNT_DOUBLE_PROMOTES,	/* second promote of one id */
+	MEMPROF_CNT_DUPLICATE_IDS,	/* sample of an id already tracked */
+	MEMPROF_CNT_TRUNCATED_STACKS,	/* stack_len above MEMPROF_STACK_DEPTH */
 	/*
 	 * Promote/dealloc of an unknown id once the loader began detaching:
 	 * the sample program is disabled before the kernel lowers the sample

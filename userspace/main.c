@@ -33,7 +33,7 @@ enum exit_code {
 
 /* How often the maps are read, and the target's mappings re-read. */
 #define POLL_INTERVAL_MS 100
-#define MAPS_REFRESH_POLLS 10
+#define MAPS_REFRESH_POLLS 1
 #define ERR_LEN 512
 
 static volatile sig_atomic_t stop_requested;
@@ -307,12 +307,16 @@ static void report_counters(const struct tracer *tr)
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_SCRATCH),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
 	};
+	uint64_t dropped = 0;
 	uint64_t orphans = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
 			   tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
 	uint64_t oldest_ns = 0, now;
 	struct timespec ts;
 
+	for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+		dropped += drops[i];
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	for (size_t i = 0; i < tr->n_blocks; i++)
@@ -326,15 +330,15 @@ static void report_counters(const struct tracer *tr)
 		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
 		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
-		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS),
-		drops[0] + drops[1] + drops[2] + drops[3] + drops[4], tr->n_blocks,
+		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
 		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS));
-	if (drops[0] + drops[1] + drops[2] + drops[3] + drops[4])
+	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
 			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
-			", stack unreadable %" PRIu64 ", no scratch %" PRIu64 "\n",
-			drops[0], drops[1], drops[2], drops[3], drops[4]);
+			", stack unreadable %" PRIu64 ", no scratch %" PRIu64
+			", stack hash collision %" PRIu64 "\n",
+			drops[0], drops[1], drops[2], drops[3], drops[4], drops[5]);
 	if (orphans)
 		fprintf(stderr,
 			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks this "
