@@ -2,6 +2,8 @@
 #include "harness.h"
 
 #include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +49,29 @@ void harness_assert_binomial(const char *what, uint64_t observed, double trials,
 	cr_assert(fabs((double)observed - mean) <= HARNESS_SIGMAS * stddev,
 		  "%s: %llu samples, expected %.1f +- %.1f (%.1f sigma)", what,
 		  (unsigned long long)observed, mean, HARNESS_SIGMAS * stddev, HARNESS_SIGMAS);
+}
+
+/* ---- callstacks ---- */
+
+fn_range harness_fn_range(void *fn)
+{
+	Dl_info dli;
+	const ElfW(Sym) *sym = NULL;
+	cr_assert(dladdr1(fn, &dli, (void **)&sym, RTLD_DL_SYMENT) && sym,
+		  "no ELF symbol for a test function (link with -rdynamic)");
+	cr_assert_eq(dli.dli_saddr, fn, "the symbol found does not start at the function");
+	cr_assert_gt(sym->st_size, 0);
+	fn_range r = {(uintptr_t)fn, (uintptr_t)fn + sym->st_size};
+	return r;
+}
+
+int harness_stack_has(const memprof_allocation *info, fn_range r)
+{
+	/* A return address follows its call: it may equal the end. */
+	for (size_t i = 0; i < info->callstack_len; i++)
+		if (info->callstack[i] > r.lo && info->callstack[i] <= r.hi)
+			return 1;
+	return 0;
 }
 
 /* ---- keeper ---- */
@@ -266,12 +291,12 @@ static int lifecycle_dealloc_major(void *arg, memprof_value data)
 memprof_tracker lifecycle_tracker(lifecycle *lc)
 {
 	memprof_tracker t = {
-		.alloc_minor = lifecycle_alloc_minor,
-		.alloc_major = lifecycle_alloc_major,
-		.promote = lifecycle_promote,
-		.dealloc_minor = lifecycle_dealloc_minor,
-		.dealloc_major = lifecycle_dealloc_major,
-		.arg = lc,
+	    .alloc_minor = lifecycle_alloc_minor,
+	    .alloc_major = lifecycle_alloc_major,
+	    .promote = lifecycle_promote,
+	    .dealloc_minor = lifecycle_dealloc_minor,
+	    .dealloc_major = lifecycle_dealloc_major,
+	    .arg = lc,
 	};
 	return t;
 }
@@ -313,8 +338,8 @@ void lifecycle_assert_balanced(const lifecycle *lc)
 	for (size_t i = 0; i < lc->len; i++) {
 		const block_record *r = &lc->recs[i];
 		born_minor += !r->born_major;
-		promoted += r->state == BLOCK_PROMOTED ||
-			    (r->state == BLOCK_DEAD_MAJOR && !r->born_major);
+		promoted +=
+		    r->state == BLOCK_PROMOTED || (r->state == BLOCK_DEAD_MAJOR && !r->born_major);
 	}
 	cr_assert_eq(lc->n_promote, promoted, "%llu promote callbacks for %zu promoted blocks",
 		     (unsigned long long)lc->n_promote, promoted);

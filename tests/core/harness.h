@@ -33,6 +33,16 @@ void harness_settle(void);
 /* Exact when p == 1; otherwise |observed - n p| <= 5.7 sqrt(n p (1 - p)). */
 void harness_assert_binomial(const char *what, uint64_t observed, double trials, double p);
 
+/* ---- Callstacks ---- */
+/* The address range of an exported function (needs -rdynamic), from its ELF symbol. */
+typedef struct fn_range {
+	uintptr_t lo;
+	uintptr_t hi;
+} fn_range;
+fn_range harness_fn_range(void *fn);
+/* Does the callstack hold a return address inside the function? */
+int harness_stack_has(const memprof_allocation *info, fn_range r);
+
 /* ---- A heap array of values kept alive (a global root) ---- */
 typedef struct keeper {
 	rt_value array;
@@ -48,8 +58,8 @@ void keeper_free(keeper *k);
 /* ---- The lifecycle recorder ---- */
 enum block_state {
 	BLOCK_MINOR = 1, /* alloc_minor ran */
-	BLOCK_MAJOR,     /* alloc_major ran */
-	BLOCK_PROMOTED,  /* promote ran */
+	BLOCK_MAJOR,	 /* alloc_major ran */
+	BLOCK_PROMOTED,	 /* promote ran */
 	BLOCK_DEAD_MINOR,
 	BLOCK_DEAD_MAJOR,
 };

@@ -33,8 +33,9 @@ static void teardown(void)
 	harness_teardown();
 }
 
-/* Allocate cnt times one array of each size in [lo, hi]. */
-static void __attribute__((noinline)) allocate_arrays(size_t lo, size_t hi, size_t cnt, int keep)
+/* Allocate cnt times one array of each size in [lo, hi].  Exported: the
+ * callstack checks look its address range up. */
+__attribute__((noinline)) void allocate_arrays(size_t lo, size_t hi, size_t cnt, int keep)
 {
 	for (size_t j = 0; j < cnt; j++) {
 		for (size_t i = lo; i <= hi; i++) {
@@ -68,7 +69,8 @@ static int never_alloc(void *arg, const memprof_allocation *info, memprof_value 
 static void check_nosample(size_t lo, size_t hi, size_t cnt)
 {
 	int called = 0;
-	memprof_tracker t = {.alloc_minor = never_alloc, .alloc_major = never_alloc, .arg = &called};
+	memprof_tracker t = {
+	    .alloc_minor = never_alloc, .alloc_major = never_alloc, .arg = &called};
 	cr_assert_eq(memprof_start(0.0, HARNESS_CALLSTACK_SIZE, &t), 0);
 	allocate_arrays(lo, hi, cnt, 0);
 	cr_assert_eq(memprof_stop(), 0);
@@ -130,8 +132,8 @@ static void check_counts_full_major(int major, int force_promote)
 	cr_assert_gt(lc.len, 0, "nothing was sampled");
 	cr_assert_eq(lc.n_dealloc_minor + lc.n_dealloc_major, 0, "a kept array died");
 
-	size_t born_minor = lc.len - lifecycle_count(&lc, BLOCK_MAJOR) -
-			    lifecycle_count(&lc, BLOCK_DEAD_MAJOR);
+	size_t born_minor =
+	    lc.len - lifecycle_count(&lc, BLOCK_MAJOR) - lifecycle_count(&lc, BLOCK_DEAD_MAJOR);
 	if (force_promote) {
 		full_major();
 		if (!major)
@@ -186,13 +188,17 @@ typedef struct distrib_ctx {
 	int major;
 	uint64_t samples;
 	unsigned bad;
+	unsigned bad_stack;
+	fn_range allocator;
 } distrib_ctx;
 
 static int distrib_alloc(distrib_ctx *d, const memprof_allocation *info, int major)
 {
-	if (major != d->major || info->size < d->lo || info->size > d->hi ||
-	    info->n_samples == 0 || info->source != MEMPROF_SRC_NORMAL)
+	if (major != d->major || info->size < d->lo || info->size > d->hi || info->n_samples == 0 ||
+	    info->source != MEMPROF_SRC_NORMAL)
 		d->bad++;
+	if (!harness_stack_has(info, d->allocator))
+		d->bad_stack++;
 	d->samples += info->n_samples;
 	return 0;
 }
@@ -212,12 +218,14 @@ static int distrib_major(void *arg, const memprof_allocation *info, memprof_valu
 static void check_distrib(int major, size_t lo, size_t hi, size_t cnt, double rate)
 {
 	distrib_ctx d = {.lo = lo, .hi = hi, .major = major};
+	d.allocator = harness_fn_range((void *)allocate_arrays);
 	memprof_tracker t = {.alloc_minor = distrib_minor, .alloc_major = distrib_major, .arg = &d};
 	cr_assert_eq(memprof_start(rate, HARNESS_CALLSTACK_SIZE, &t), 0);
 	allocate_arrays(lo, hi, cnt, 0);
 	harness_settle();
 	cr_assert_eq(memprof_stop(), 0);
 	cr_assert_eq(d.bad, 0, "%u samples with a wrong kind, size or source", d.bad);
+	cr_assert_eq(d.bad_stack, 0, "%u callstacks without allocate_arrays", d.bad_stack);
 	char what[96];
 	snprintf(what, sizeof(what), "arrays %zu..%zu x%zu at %g", lo, hi, cnt, rate);
 	harness_assert_binomial(what, d.samples, (double)tot_words(lo, hi, cnt), rate);

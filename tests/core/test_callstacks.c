@@ -5,8 +5,6 @@
  * binary is linked with -rdynamic, so dladdr1 sees it).
  */
 #include <criterion/criterion.h>
-#include <dlfcn.h>
-#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,16 +49,10 @@ static int capture_major(void *arg, const memprof_allocation *info, memprof_valu
 /* Index of the first frame inside fn, or -1. */
 static int frame_in(const captured *c, void *fn)
 {
-	Dl_info dli;
-	const ElfW(Sym) *sym = NULL;
-	cr_assert(dladdr1(fn, &dli, (void **)&sym, RTLD_DL_SYMENT) && sym,
-		  "no ELF symbol for a test function (link with -rdynamic)");
-	cr_assert_eq(dli.dli_saddr, fn);
-	uintptr_t lo = (uintptr_t)fn, hi = lo + sym->st_size;
-	cr_assert_gt(sym->st_size, 0);
+	fn_range r = harness_fn_range(fn);
 	for (size_t i = 0; i < c->len; i++) {
 		/* A return address follows its call: it may equal the end. */
-		if (c->frames[i] > lo && c->frames[i] <= hi)
+		if (c->frames[i] > r.lo && c->frames[i] <= r.hi)
 			return (int)i;
 	}
 	return -1;
@@ -68,9 +60,9 @@ static int frame_in(const captured *c, void *fn)
 
 static captured cap;
 static memprof_tracker capture_tracker = {
-	.alloc_minor = capture_minor,
-	.alloc_major = capture_major,
-	.arg = &cap,
+    .alloc_minor = capture_minor,
+    .alloc_major = capture_major,
+    .arg = &cap,
 };
 
 static void start_capture(size_t callstack_size)
@@ -198,8 +190,7 @@ Test(callstacks, size_limit)
 	for (int i = 0; i < 10; i++)
 		callstacks_alloc_minor_outer();
 	stop_capture();
-	cr_assert_leq(cap.max_len, 2, "callstack of %zu frames with callstack_size 2",
-		      cap.max_len);
+	cr_assert_leq(cap.max_len, 2, "callstack of %zu frames with callstack_size 2", cap.max_len);
 	cr_assert_gt(cap.max_len, 0);
 }
 

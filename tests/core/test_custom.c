@@ -128,8 +128,8 @@ static void test_rate(double rate)
 	full_major();
 	cr_assert_eq(n_finalized, ITERS - ITERS / KEEP_EVERY, "finalizers of the dead blocks");
 	for (size_t i = 0; i < ITERS; i++)
-		cr_assert_eq(finalized[i], i % KEEP_EVERY != 0, "finalizer of block %zu ran %d times",
-			     i, finalized[i]);
+		cr_assert_eq(finalized[i], i % KEEP_EVERY != 0,
+			     "finalizer of block %zu ran %d times", i, finalized[i]);
 	for (size_t i = 0; i < roots.len; i++)
 		cr_assert_eq(rt_custom_data(rt_field(roots.array, i)), &finalized[i * KEEP_EVERY]);
 	uint64_t alive = s.alloc - s.dealloc_minor - s.dealloc_major;

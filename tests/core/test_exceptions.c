@@ -127,8 +127,9 @@ static void check_major_error(int direct)
 	int err = direct ? rt_alloc_major(8, 0, &v) : rt_alloc(1000, 0, &v);
 	if (err == 0)
 		err = rt_poll();
-	cr_assert_eq(err, ERR_ALLOC_MAJOR, "the alloc_major error reached neither the allocation "
-					   "nor the next safe point (got %d)",
+	cr_assert_eq(err, ERR_ALLOC_MAJOR,
+		     "the alloc_major error reached neither the allocation "
+		     "nor the next safe point (got %d)",
 		     err);
 	cr_assert_eq(r.n_alloc, 1);
 	cr_assert_eq(rt_poll(), 0, "the error is reported once");
@@ -231,7 +232,7 @@ typedef struct comb_raiser {
 } comb_raiser;
 
 #define TRIPLE(p, a, sz) (((intptr_t)(p) << 24) | ((intptr_t)(a) << 12) | (intptr_t)(sz))
-#define TRIPLE_SIZE(t) ((size_t)((t) & 0xfff))
+#define TRIPLE_SIZE(t) ((size_t)((t)&0xfff))
 #define TRIPLE_ALLOC(t) ((int)(((t) >> 12) & 0xfff))
 
 static void push(intptr_t *set, size_t *n, intptr_t t)

@@ -130,7 +130,8 @@ Test(intern, roundtrip)
 Test(intern, nosample)
 {
 	int called = 0;
-	memprof_tracker t = {.alloc_minor = never_alloc, .alloc_major = never_alloc, .arg = &called};
+	memprof_tracker t = {
+	    .alloc_minor = never_alloc, .alloc_major = never_alloc, .arg = &called};
 	precompute(2, MAX_LEN);
 	cr_assert_eq(memprof_start(0.0, HARNESS_CALLSTACK_SIZE, &t), 0);
 	do_intern(2, MAX_LEN, 1, 0);

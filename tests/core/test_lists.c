@@ -44,8 +44,7 @@ typedef struct distrib {
 static int count_minor(void *arg, const memprof_allocation *info, memprof_value *out)
 {
 	distrib *d = arg;
-	if (info->size != CELL_WOSIZE || info->n_samples == 0 ||
-	    info->source != MEMPROF_SRC_NORMAL)
+	if (info->size != CELL_WOSIZE || info->n_samples == 0 || info->source != MEMPROF_SRC_NORMAL)
 		d->bad++;
 	d->samples += info->n_samples;
 	*out = MEMPROF_NONE;

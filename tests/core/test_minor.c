@@ -14,8 +14,8 @@ TestSuite(minor_no_postpone, .init = harness_setup, .fini = harness_teardown);
 typedef struct sync_check {
 	int armed;
 	unsigned done;
-	unsigned early;     /* callbacks while not armed */
-	unsigned too_late;  /* callbacks that ran after the block existed */
+	unsigned early;	   /* callbacks while not armed */
+	unsigned too_late; /* callbacks that ran after the block existed */
 	uint64_t minor_words_before;
 } sync_check;
 
@@ -55,8 +55,8 @@ Test(minor_no_postpone, alloc_runs_callback_inside)
 		unsigned before = c.done;
 		cr_assert_eq(rt_alloc(size, 0, &v), 0);
 		c.armed = 0;
-		cr_assert_eq(c.done, before + 1, "size %zu: alloc_minor did not run inside rt_alloc",
-			     size);
+		cr_assert_eq(c.done, before + 1,
+			     "size %zu: alloc_minor did not run inside rt_alloc", size);
 		cr_assert_eq(rt_poll(), 0);
 		cr_assert_eq(c.done, before + 1, "nothing was left for the safe point");
 	}

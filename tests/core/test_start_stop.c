@@ -94,8 +94,8 @@ Test(start_stop, no_callbacks_after_discard)
 	allocate_some(&keep);
 	cr_assert_eq(memprof_stop(), 0);
 	cr_assert_eq(memprof_discard(), 0);
-	uint64_t callbacks = lc.n_alloc_minor + lc.n_promote + lc.n_dealloc_minor +
-			     lc.n_dealloc_major;
+	uint64_t callbacks =
+	    lc.n_alloc_minor + lc.n_promote + lc.n_dealloc_minor + lc.n_dealloc_major;
 	rt_minor_gc();
 	keep = RT_UNIT;
 	rt_major_gc();
@@ -164,14 +164,14 @@ typedef struct profiles {
 	int n_alloc;
 	memprof_tracker tracker;
 	intptr_t allocs[MAX_EVENTS], promotes[MAX_EVENTS], deallocs_minor[MAX_EVENTS],
-		deallocs_major[MAX_EVENTS];
+	    deallocs_major[MAX_EVENTS];
 	size_t n_allocs, n_promotes, n_deallocs_minor, n_deallocs_major;
 	size_t words;
 	unsigned bad;
 } profiles;
 
 #define TRIPLE(p, a, sz) (((intptr_t)(p) << 24) | ((intptr_t)(a) << 12) | (intptr_t)(sz))
-#define TRIPLE_SIZE(t) ((size_t)((t) & 0xfff))
+#define TRIPLE_SIZE(t) ((size_t)((t)&0xfff))
 
 static void record(profiles *ps, intptr_t *set, size_t *n, intptr_t t)
 {
@@ -331,7 +331,7 @@ static void check_stop_start(int restart)
 		cr_assert(in_set(ps.allocs, ps.n_allocs, ps.deallocs_major[i]));
 	for (size_t i = 0; i < ps.n_allocs; i++)
 		cr_assert(in_set(ps.deallocs_minor, ps.n_deallocs_minor, ps.allocs[i]) ||
-				  in_set(ps.deallocs_major, ps.n_deallocs_major, ps.allocs[i]),
+			      in_set(ps.deallocs_major, ps.n_deallocs_major, ps.allocs[i]),
 			  "an allocated block was never deallocated");
 	cr_assert_eq(ps.n_allocs, restart ? RESTART_ALLOCS : NO_RESTART_ALLOCS);
 	cr_assert_eq(ps.words, restart ? RESTART_WORDS : NO_RESTART_WORDS);

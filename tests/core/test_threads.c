@@ -163,8 +163,8 @@ static memprof_value make_data(intptr_t magic, intptr_t serial)
 
 static int data_is(memprof_value v, intptr_t magic)
 {
-	return v != MEMPROF_NONE && !RT_IS_INT(v) && rt_tag(v) == DATA_TAG &&
-	       rt_wosize(v) == 2 && rt_field(v, 0) == RT_VAL_INT(magic);
+	return v != MEMPROF_NONE && !RT_IS_INT(v) && rt_tag(v) == DATA_TAG && rt_wosize(v) == 2 &&
+	       rt_field(v, 0) == RT_VAL_INT(magic);
 }
 
 static int mwb_alloc_minor(void *arg, const memprof_allocation *info, memprof_value *out)

@@ -27,7 +27,7 @@
 enum ud_state { UD_MINOR = 1, UD_MAJOR, UD_DEAD };
 
 typedef struct ud {
-	enum ud_state *state;  /* per record */
+	enum ud_state *state;	   /* per record */
 	unsigned char *born_major; /* per record */
 	size_t len, cap;
 	unsigned callbacks;
@@ -44,8 +44,8 @@ static memprof_value make_data(intptr_t magic, intptr_t rec)
 	rt_value v = RT_UNIT;
 	int old = ++u.callbacks % OLD_EVERY == 0;
 	RT_ROOTS(1, &v);
-	int err = old ? rt_alloc_major(DATA_WOSIZE, DATA_TAG, &v)
-		      : rt_alloc(DATA_WOSIZE, DATA_TAG, &v);
+	int err =
+	    old ? rt_alloc_major(DATA_WOSIZE, DATA_TAG, &v) : rt_alloc(DATA_WOSIZE, DATA_TAG, &v);
 	if (err) {
 		u.bad++;
 		RT_ROOTS_END();
@@ -163,10 +163,10 @@ static int ud_dealloc(memprof_value data, int major)
 	 * promote's (the minor datum kept for odd records, a fresh one for
 	 * even records).
 	 */
-	intptr_t expected = !major		 ? MAGIC_MINOR
+	intptr_t expected = !major		? MAGIC_MINOR
 			    : u.born_major[rec] ? MAGIC_MAJOR
-			    : rec % 2		 ? MAGIC_MINOR
-						 : MAGIC_PROMOTED;
+			    : rec % 2		? MAGIC_MINOR
+						: MAGIC_PROMOTED;
 	if (magic != expected || u.state[rec] != (major ? UD_MAJOR : UD_MINOR))
 		u.bad++;
 	u.state[rec] = UD_DEAD;

@@ -118,8 +118,9 @@ static void check_young_suffix(int young_data)
 	allocate_kept(K_NEW);
 	scan = minor_scan();
 	cr_assert_geq(scan, K_NEW, "the new entries were visited");
-	cr_assert_leq(scan, K_NEW, "a minor collection after %d samples visited %llu entries "
-				   "out of %llu tracked",
+	cr_assert_leq(scan, K_NEW,
+		      "a minor collection after %d samples visited %llu entries "
+		      "out of %llu tracked",
 		      K_NEW, (unsigned long long)scan, (unsigned long long)st.tracked);
 	harness_settle();
 	cr_assert_eq(y.promote, N_OLD + K_NEW);
