@@ -78,6 +78,11 @@ $(PRELOAD_TEST_DIR)/progs/%: tests/preload/progs/%.cpp $(PRELOAD_SO) $(PUBLIC_HD
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(WARN) $(PRELOAD_PROG_FLAGS) -o $@ $< $(PRELOAD_PROG_LINK)
 
+# The attach test runs the loader when the userspace fragment builds it.
+ifneq ($(wildcard userspace/build.mk),)
+$(PRELOAD_TEST_DIR)/test_attach: $(BUILD)/memprof-bpf
+endif
+
 # Preloaded after the preload by the allocations-before-init test.
 $(PRELOAD_TEST_DIR)/progs/libearly.so: tests/preload/libs/early_lib.c
 	@mkdir -p $(@D)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -78,11 +79,9 @@ static int temp_file(void)
 	return fd;
 }
 
-void run_program(const char *const argv[], const char *const env[], int preload,
-		 struct run_result *r)
+static void build_env(const char **envp, const char *const env[], int preload)
 {
 	static char ld_preload[PATH_MAX + 16];
-	const char *envp[HARNESS_MAX_ENV];
 	size_t n = 0;
 
 	for (size_t i = 0; env && env[i] && n < HARNESS_MAX_ENV - 2; i++)
@@ -97,8 +96,14 @@ void run_program(const char *const argv[], const char *const env[], int preload,
 		envp[n++] = *e;
 	}
 	envp[n] = NULL;
+}
 
-	int out = temp_file(), err = temp_file();
+static pid_t start(const char *const argv[], const char *const env[], int preload, int out,
+		   int err)
+{
+	const char *envp[HARNESS_MAX_ENV];
+
+	build_env(envp, env, preload);
 	fflush(NULL);
 	pid_t pid = fork();
 	cr_assert(pid >= 0, "fork: %s", strerror(errno));
@@ -109,9 +114,58 @@ void run_program(const char *const argv[], const char *const env[], int preload,
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	return pid;
+}
+
+int wait_program(pid_t pid)
+{
 	int status;
+
 	while (waitpid(pid, &status, 0) < 0)
 		cr_assert(errno == EINTR, "waitpid: %s", strerror(errno));
+	return status;
+}
+
+pid_t spawn_program(const char *const argv[], const char *const env[], int preload,
+		    const char *out_path, const char *err_path)
+{
+	int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	cr_assert(out >= 0 && err >= 0, "cannot create %s or %s", out_path, err_path);
+	pid_t pid = start(argv, env, preload, out, err);
+	close(out);
+	close(err);
+	return pid;
+}
+
+int wait_nonempty_file(const char *path, int timeout_s)
+{
+	const struct timespec pause = {0, 10000000};
+	struct stat st;
+
+	for (long i = 0; i < timeout_s * 100L; i++) {
+		if (stat(path, &st) == 0 && st.st_size > 0)
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -1;
+}
+
+char *read_file(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+
+	return fd < 0 ? NULL : slurp(fd);
+}
+
+void run_program(const char *const argv[], const char *const env[], int preload,
+		 struct run_result *r)
+{
+	int out = temp_file(), err = temp_file();
+	pid_t pid = start(argv, env, preload, out, err);
+	int status = wait_program(pid);
+
 	r->status = status;
 	r->out = slurp(out);
 	r->err = slurp(err);

@@ -37,3 +37,14 @@ long long result_num(const struct run_result *r, const char *key);
 const char *result_str(const struct run_result *r, const char *key);
 
 #endif
+
+#include <sys/types.h>
+/* Start argv like run_program, stdout and stderr to files; returns its pid. */
+pid_t spawn_program(const char *const argv[], const char *const env[], int preload,
+		    const char *out_path, const char *err_path);
+/* Wait for pid: its wait status. */
+int wait_program(pid_t pid);
+/* Wait (at most timeout_s seconds) until path exists and is not empty. */
+int wait_nonempty_file(const char *path, int timeout_s);
+/* A whole file, malloc'd, NUL-terminated (NULL if unreadable). */
+char *read_file(const char *path);

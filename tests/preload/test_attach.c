@@ -1,0 +1,166 @@
+/*
+ * memprof-bpf attached for real to C programs under the preload: the
+ * loader finds the probes and the control block in libmemprof-preload.so,
+ * turns sampling on, and its views follow the program's sites: alloc bytes
+ * within a 5.7-sigma binomial bound per site, lifetimes by site.  Also
+ * attaching to the child of a preloaded process.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define LOADER PRELOAD_BUILD_DIR "/memprof-bpf"
+#define RATE_ARG "0.001"
+/* Bytes one sample stands for at rate 0.001: 8 * round(65536 / 0.001) >> 16. */
+#define BYTES_PER_SAMPLE 8000.0
+#define ROUNDS "16384"
+#define SIGMAS 5.7
+#define READY_TIMEOUT_S 30
+
+enum { SHORT, LONG, MAJOR, MEDIUM, N_SITES };
+static const char *const site_names[N_SITES] = {"site_short_lived", "site_long_lived",
+						"site_major_blocks", "site_medium_lived"};
+enum { V_ALLOC, V_LIVE, V_PROMOTED, V_SHORT, N_VIEWS };
+static const char *const view_names[N_VIEWS] = {"alloc", "live", "promoted", "short"};
+
+/* Bytes of a folded file by innermost site_ frame (the allocating site). */
+static void folded_by_site(const char *path, double bytes[N_SITES])
+{
+	char *text = read_file(path);
+
+	cr_assert_not_null(text, "no %s", path);
+	for (int s = 0; s < N_SITES; s++)
+		bytes[s] = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		char *space = strrchr(line, ' ');
+		if (!space)
+			continue;
+		*space = 0;
+		char *leaf = strrchr(line, ';');
+		leaf = leaf ? leaf + 1 : line;
+		for (int s = 0; s < N_SITES; s++)
+			if (!strcmp(leaf, site_names[s]))
+				bytes[s] += atof(space + 1);
+	}
+	free(text);
+}
+
+/* The program's own count of words by site ("site NAME words W ..."). */
+static void program_words(const char *path, double words[N_SITES], double live[N_SITES])
+{
+	char *text = read_file(path);
+
+	cr_assert_not_null(text);
+	for (int s = 0; s < N_SITES; s++) {
+		char key[96];
+		snprintf(key, sizeof(key), "site %s words ", site_names[s]);
+		char *p = strstr(text, key);
+		cr_assert_not_null(p, "no %s in %s", site_names[s], path);
+		words[s] = strtod(p + strlen(key), &p);
+		p = strstr(p, "live_words ");
+		cr_assert_not_null(p);
+		live[s] = strtod(p + strlen("live_words "), NULL);
+	}
+	free(text);
+}
+
+static void attach_and_check(int fork_first)
+{
+	char dir[] = "/tmp/preload-attach-XXXXXX";
+	char ready[64], out[64], err[64], lerr[64], views[64], path[96];
+	double words[N_SITES], live[N_SITES], view[N_VIEWS][N_SITES];
+	struct stat st;
+
+	cr_assert(stat(LOADER, &st) == 0, "%s is not built", LOADER);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
+	snprintf(views, sizeof(views), "%s/views", dir);
+	const char *argv[] = {preload_prog("sites"), ready, ROUNDS,
+			      fork_first ? "--fork" : NULL, NULL};
+	pid_t prog = spawn_program(argv, NULL, 1, out, err);
+	cr_assert_eq(wait_nonempty_file(ready, READY_TIMEOUT_S), 0, "the program never started");
+	char *pid = read_file(ready);
+	cr_assert_not_null(pid);
+	pid[strcspn(pid, "\n")] = 0;
+	if (fork_first)
+		cr_assert_neq(atoi(pid), prog, "the pid to attach to is the child's");
+
+	/* The loader runs until the program exits. */
+	const char *largs[] = {LOADER, "attach", pid, "--rate", RATE_ARG, "--all-views", views,
+			       NULL};
+	pid_t loader = spawn_program(largs, NULL, 0, "/dev/null", lerr);
+	int lstatus = wait_program(loader);
+	int pstatus = wait_program(prog);
+	char *loader_log = read_file(lerr);
+	cr_assert(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x",
+		  pstatus);
+	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == 0, "loader status %#x: %s",
+		  lstatus, loader_log ? loader_log : "");
+	cr_expect_not_null(strstr(loader_log, "orphan_ids 0 "), "%s", loader_log);
+	cr_expect_not_null(strstr(loader_log, "duplicate_ids 0 "), "%s", loader_log);
+	cr_expect_not_null(strstr(loader_log, "dropped 0 "), "%s", loader_log);
+	free(loader_log);
+	free(pid);
+
+	program_words(out, words, live);
+	for (int v = 0; v < N_VIEWS; v++) {
+		snprintf(path, sizeof(path), "%s/%s.folded", views, view_names[v]);
+		folded_by_site(path, view[v]);
+	}
+
+	/* Alloc: given the total, each site's samples are Binomial(n, p_site). */
+	double total_words = 0, total_n = 0;
+	for (int s = 0; s < N_SITES; s++) {
+		total_words += words[s];
+		total_n += view[V_ALLOC][s] / BYTES_PER_SAMPLE;
+	}
+	cr_assert_gt(total_n, 1000, "too few samples: %.0f", total_n);
+	for (int s = 0; s < N_SITES; s++) {
+		double p = words[s] / total_words;
+		double n = view[V_ALLOC][s] / BYTES_PER_SAMPLE;
+		double sd = sqrt(total_n * p * (1 - p));
+		cr_expect(fabs(n - total_n * p) <= SIGMAS * sd,
+			  "%s: %.0f samples, expected %.1f +- %.1f", site_names[s], n, total_n * p,
+			  sd);
+	}
+	/* Lifetimes. Short-lived blocks die before any other allocation: young. */
+	cr_expect_eq(view[V_SHORT][SHORT], view[V_ALLOC][SHORT]);
+	cr_expect_eq(view[V_LIVE][SHORT], 0);
+	cr_expect_eq(view[V_PROMOTED][SHORT], 0);
+	/* Long-lived blocks are all still alive at exit. */
+	cr_expect_eq(view[V_LIVE][LONG], view[V_ALLOC][LONG]);
+	cr_expect_eq(view[V_SHORT][LONG], 0);
+	/* Born major: never promoted, never short. */
+	cr_expect_eq(view[V_PROMOTED][MAJOR], 0);
+	cr_expect_eq(view[V_SHORT][MAJOR], 0);
+	cr_expect_eq(view[V_LIVE][MAJOR], 0);
+	/* The medium ring outlives its epoch: promoted, none die young. */
+	cr_expect_gt(view[V_PROMOTED][MEDIUM], view[V_ALLOC][MEDIUM] / 2);
+	cr_expect_eq(view[V_SHORT][MEDIUM], 0);
+	cr_expect_leq(view[V_LIVE][MEDIUM], view[V_ALLOC][MEDIUM]);
+	cr_expect_gt(live[MEDIUM], 0);
+
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+Test(attach, loader_views_follow_the_sites)
+{
+	attach_and_check(0);
+}
+
+Test(attach, attach_to_the_child_of_a_preloaded_process)
+{
+	attach_and_check(1);
+}
