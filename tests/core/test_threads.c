@@ -291,10 +291,13 @@ Test(moved_while_blocking, promote_blocks_during_gcs, .init = setup, .fini = har
 
 #define MAIN_BLOCKS 10
 
-enum exit_point { EXIT_IN_ALLOC_MINOR, EXIT_IN_ALLOC_MAJOR, EXIT_IN_PROMOTE };
+enum exit_point { EXIT_IN_ALLOC_MINOR, EXIT_IN_ALLOC_MAJOR, EXIT_IN_PROMOTE, EXIT_IN_COMB };
+
+/* EXIT_IN_COMB: the other thread exits in the alloc callback of this block. */
+#define COMB_EXIT_AT 2
 
 static enum exit_point exit_point;
-static unsigned te_allocs_main, te_allocs_other, te_n_promote, te_n_dealloc;
+static unsigned te_allocs_main, te_allocs_other, te_n_promote, te_n_dealloc, te_n_other_dealloc;
 
 static int te_alloc(int major, memprof_value *out)
 {
@@ -302,7 +305,8 @@ static int te_alloc(int major, memprof_value *out)
 	if (!on_main_thread()) {
 		te_allocs_other++;
 		if ((exit_point == EXIT_IN_ALLOC_MINOR && !major) ||
-		    (exit_point == EXIT_IN_ALLOC_MAJOR && major))
+		    (exit_point == EXIT_IN_ALLOC_MAJOR && major) ||
+		    (exit_point == EXIT_IN_COMB && te_allocs_other == COMB_EXIT_AT))
 			rt_thread_exit(NULL);
 		*out = RT_VAL_INT(-1); /* tracked, marked as the other thread's */
 		return 0;
@@ -345,6 +349,12 @@ static int te_promote_cb(void *arg, memprof_value data, memprof_value *out)
 static int te_dealloc_cb(void *arg, memprof_value data)
 {
 	(void)arg;
+	if (data == RT_VAL_INT(-1) && exit_point == EXIT_IN_COMB) {
+		/* A block before the exit in the combined allocation: it never
+		 * came to exist; a simulated dealloc is allowed, once. */
+		te_n_other_dealloc++;
+		return 0;
+	}
 	if (!RT_IS_INT(data) || RT_INT_VAL(data) < 1 || RT_INT_VAL(data) > (intptr_t)te_allocs_main)
 		violation(); /* a callback for the block whose thread exited */
 	te_n_dealloc++;
@@ -363,6 +373,12 @@ static void *te_thread(void *arg)
 		if (rt_alloc_major(4, 0, &v) == 0)
 			rt_poll();
 		break;
+	case EXIT_IN_COMB: {
+		static const size_t sizes[] = {1, 2, 3};
+		rt_value out[3];
+		rt_alloc_comb(3, sizes, 0, out);
+		break;
+	}
 	case EXIT_IN_PROMOTE:
 		if (rt_alloc(1, 0, &global_ref) == 0) {
 			rt_minor_gc();
@@ -391,7 +407,8 @@ static void check_thread_exit(enum exit_point where)
 	cr_assert_eq(memprof_start(1.0, HARNESS_CALLSTACK_SIZE, &t), 0);
 	cr_assert_eq(rt_thread_create(&th, te_thread, NULL), 0);
 	cr_assert_eq(rt_thread_join(th, NULL), 0);
-	cr_assert_eq(te_allocs_other, 1, "the other thread's callback ran once");
+	cr_assert_eq(te_allocs_other, where == EXIT_IN_COMB ? COMB_EXIT_AT : 1,
+		     "the other thread's callbacks ran once each");
 
 	/* The process keeps working; the main thread's blocks keep callbacks. */
 	cr_assert_eq(rt_alloc(MAIN_BLOCKS, 0, &keep), 0);
@@ -416,6 +433,7 @@ static void check_thread_exit(enum exit_point where)
 	cr_assert_eq(memprof_stop(), 0);
 	RT_ROOTS_END();
 	rt_unregister_global(&global_ref);
+	cr_assert_leq(te_n_other_dealloc, 1);
 	cr_assert_eq(atomic_load(&violations), 0, "callbacks for the exited thread's block");
 }
 
@@ -430,6 +448,11 @@ Test(thread_exit_in_callback, alloc_minor)
 Test(thread_exit_in_callback, alloc_major)
 {
 	check_thread_exit(EXIT_IN_ALLOC_MAJOR);
+}
+
+Test(thread_exit_in_callback, combined_allocation)
+{
+	check_thread_exit(EXIT_IN_COMB);
 }
 
 Test(thread_exit_in_callback, promote)
