@@ -1,0 +1,286 @@
+/*
+ * mallocmix: a malloc-heavy workload with known exact per-site totals, for
+ * comparing malloc profilers (memprof-bpf's preload host and its peers).
+ *
+ * Five allocation sites, each a non-inlined function with its own size
+ * range and lifetime.  A fixed-seed generator makes every run allocate the
+ * same sizes in the same order, and the program counts exactly what each
+ * site asked for.  Only the work phase is timed (CLOCK_MONOTONIC), so a
+ * tracer's start-up cost is not part of the figure.
+ *
+ * Output (stdout, one fact per line):
+ *   work_ns <ns>
+ *   memprof_samples <n>          (only when the preload host is loaded)
+ *   site <name> calls <n> bytes <requested bytes> live_bytes <bytes live at the end>
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "memprof_probe_abi.h"
+
+#define NOINLINE __attribute__((noinline))
+
+enum { DEFAULT_ITERATIONS = 300000 };
+enum { KEEP_RING_SLOTS = 4096 };    /* medium blocks outlive 4096 medium allocations */
+enum { BUFFER_RING_SLOTS = 16384 }; /* buffers outlive 16384 buffer allocations */
+enum { WAIT_TRACER_POLL_US = 1000 };
+enum { DEFAULT_WAIT_TRACER_S = 60 };
+
+enum site_id { SITE_TINY, SITE_SMALL, SITE_MEDIUM, SITE_LARGE, SITE_BUFFER, SITE_COUNT };
+
+static const char *const site_names[SITE_COUNT] = {
+	"site_tiny_temp", "site_small_temp", "site_medium_keep", "site_large_temp",
+	"site_buffer_keep",
+};
+
+struct site_total {
+	uint64_t calls;
+	uint64_t bytes;
+	uint64_t live_bytes;
+};
+
+static struct site_total totals[SITE_COUNT];
+static void *medium_ring[KEEP_RING_SLOTS];
+static size_t medium_ring_size[KEEP_RING_SLOTS];
+static void *buffer_ring[BUFFER_RING_SLOTS];
+static size_t buffer_ring_size[BUFFER_RING_SLOTS];
+static volatile unsigned char sink;
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng_next(void)
+{
+	/* xorshift64*: fixed seed, so every run allocates the same sizes. */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static size_t size_between(size_t lo, size_t hi)
+{
+	return lo + (size_t)(rng_next() % (hi - lo + 1));
+}
+
+static void *counted_malloc(enum site_id site, size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p) {
+		fprintf(stderr, "mallocmix: out of memory at %s (%zu bytes)\n", site_names[site],
+			size);
+		exit(1);
+	}
+	((volatile unsigned char *)p)[0] = (unsigned char)size;
+	totals[site].calls++;
+	totals[site].bytes += size;
+	return p;
+}
+
+static void touch_and_free(void *p)
+{
+	sink ^= ((volatile unsigned char *)p)[0];
+	free(p);
+}
+
+NOINLINE static void site_tiny_temp(void)
+{
+	touch_and_free(counted_malloc(SITE_TINY, size_between(16, 64)));
+}
+
+NOINLINE static void site_small_temp(void)
+{
+	touch_and_free(counted_malloc(SITE_SMALL, size_between(64, 512)));
+}
+
+NOINLINE static void site_large_temp(void)
+{
+	touch_and_free(counted_malloc(SITE_LARGE, size_between(8192, 65536)));
+}
+
+NOINLINE static void site_medium_keep(uint64_t i)
+{
+	size_t slot = i % KEEP_RING_SLOTS;
+	size_t size = size_between(256, 4096);
+
+	if (medium_ring[slot]) {
+		totals[SITE_MEDIUM].live_bytes -= medium_ring_size[slot];
+		touch_and_free(medium_ring[slot]);
+	}
+	medium_ring[slot] = counted_malloc(SITE_MEDIUM, size);
+	medium_ring_size[slot] = size;
+	totals[SITE_MEDIUM].live_bytes += size;
+}
+
+NOINLINE static void site_buffer_keep(uint64_t i)
+{
+	size_t slot = i % BUFFER_RING_SLOTS;
+	size_t size = size_between(1024, 2048);
+
+	if (buffer_ring[slot]) {
+		totals[SITE_BUFFER].live_bytes -= buffer_ring_size[slot];
+		touch_and_free(buffer_ring[slot]);
+	}
+	buffer_ring[slot] = counted_malloc(SITE_BUFFER, size);
+	buffer_ring_size[slot] = size;
+	totals[SITE_BUFFER].live_bytes += size;
+}
+
+NOINLINE static void run_work(uint64_t iterations)
+{
+	for (uint64_t i = 0; i < iterations; i++) {
+		site_tiny_temp();
+		if (i % 2 == 0)
+			site_small_temp();
+		if (i % 4 == 0)
+			site_medium_keep(i / 4);
+		if (i % 16 == 0)
+			site_buffer_keep(i / 16);
+		if (i % 64 == 0)
+			site_large_temp();
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The preload host's control block, when the preload is loaded. */
+static const struct memprof_probe_control *find_control(void)
+{
+	const struct memprof_probe_control *ctl = dlsym(RTLD_DEFAULT, MEMPROF_PROBE_CONTROL_SYMBOL);
+
+	if (ctl && ctl->magic != MEMPROF_PROBE_CONTROL_MAGIC)
+		return NULL;
+	return ctl;
+}
+
+static void wait_for_signal(void)
+{
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	sigwait(&set, &sig);
+}
+
+/* Allocate a little until the preload host reports a tracer's sampling. */
+static int wait_for_tracer(unsigned timeout_s)
+{
+	const struct memprof_probe_control *ctl = find_control();
+	uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000ull;
+
+	if (!ctl) {
+		fprintf(stderr, "mallocmix: --wait-tracer needs the memprof preload (no %s)\n",
+			MEMPROF_PROBE_CONTROL_SYMBOL);
+		return -1;
+	}
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	while (!(*(volatile double *)&ctl->active_rate > 0)) {
+		if (now_ns() > deadline) {
+			fprintf(stderr, "mallocmix: no tracer attached within %u s\n", timeout_s);
+			return -1;
+		}
+		free(malloc(64));
+		usleep(WAIT_TRACER_POLL_US);
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mallocmix [--iterations N] [--wait-signal | --wait-tracer[=S]] "
+			"[--hold S]\n");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t iterations = DEFAULT_ITERATIONS, hold_s = 0, wait_tracer_s = 0;
+	int wait_signal = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--iterations") && i + 1 < argc) {
+			if (parse_u64(argv[++i], &iterations) || iterations == 0) {
+				fprintf(stderr, "mallocmix: bad --iterations '%s'\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(a, "--hold") && i + 1 < argc) {
+			if (parse_u64(argv[++i], &hold_s)) {
+				fprintf(stderr, "mallocmix: bad --hold '%s'\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(a, "--wait-signal")) {
+			wait_signal = 1;
+		} else if (!strcmp(a, "--wait-tracer")) {
+			wait_tracer_s = DEFAULT_WAIT_TRACER_S;
+		} else if (!strncmp(a, "--wait-tracer=", 14)) {
+			if (parse_u64(a + 14, &wait_tracer_s) || wait_tracer_s == 0) {
+				fprintf(stderr, "mallocmix: bad %s\n", a);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "mallocmix: unknown argument '%s'\n", a);
+			usage();
+			return 2;
+		}
+	}
+
+	if (wait_signal)
+		wait_for_signal();
+	if (wait_tracer_s && wait_for_tracer((unsigned)wait_tracer_s))
+		return 1;
+
+	uint64_t t0 = now_ns();
+	run_work(iterations);
+	uint64_t t1 = now_ns();
+
+	printf("work_ns %" PRIu64 "\n", t1 - t0);
+	const struct memprof_probe_control *ctl = find_control();
+	if (ctl)
+		printf("memprof_samples %" PRIu64 "\n", (uint64_t)ctl->samples);
+	for (int s = 0; s < SITE_COUNT; s++)
+		printf("site %s calls %" PRIu64 " bytes %" PRIu64 " live_bytes %" PRIu64 "\n",
+		       site_names[s], totals[s].calls, totals[s].bytes, totals[s].live_bytes);
+	fflush(stdout);
+	if (hold_s)
+		sleep((unsigned)hold_s);
+
+	for (size_t i = 0; i < KEEP_RING_SLOTS; i++)
+		free(medium_ring[i]);
+	for (size_t i = 0; i < BUFFER_RING_SLOTS; i++)
+		free(buffer_ring[i]);
+	return 0;
+}
