@@ -131,13 +131,18 @@ int memprof_run_postponed(void)
 {
 	if (probe_poll())
 		host_update_young_limit();
-	if (memprof_ts.in_callback)
+	if (memprof_ts.in_callback ||
+	    !atomic_load_explicit(&memprof_core.maybe_pending, memory_order_relaxed))
 		return 0;
 
 	pthread_mutex_lock(&memprof_core.lock);
 	uint64_t before = memprof_core.stats.callbacks;
 	int err = callbacks_run_pending_locked();
 	int left = memprof_core.tbl.callback < memprof_core.tbl.len;
+	/* Entries still pending are busy (their thread runs them) or wait
+	 * behind an error: keep the hint only in the second case. */
+	if (!err)
+		atomic_store_explicit(&memprof_core.maybe_pending, 0, memory_order_relaxed);
 	int ran = memprof_core.stats.callbacks != before;
 	entries_maybe_compact();
 	pthread_mutex_unlock(&memprof_core.lock);

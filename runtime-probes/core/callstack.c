@@ -54,12 +54,8 @@ __attribute__((noinline)) size_t callstack_capture(uintptr_t *buf, size_t max)
 
 size_t callstack_wanted(void)
 {
-	size_t n = 0;
+	size_t n = atomic_load_explicit(&memprof_core.callstack_size, memory_order_relaxed);
 
-	pthread_mutex_lock(&memprof_core.lock);
-	if (memprof_core.sampling)
-		n = memprof_core.sampling->callstack_size;
-	pthread_mutex_unlock(&memprof_core.lock);
 	if (memprof_sample_semaphore && n < MEMPROF_PROBE_MAX_STACK)
 		n = MEMPROF_PROBE_MAX_STACK;
 	return n;

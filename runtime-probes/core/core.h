@@ -34,6 +34,9 @@ struct core_state {
 	double tracer_rate;       /* rate in force for a tracer-only profile */
 	memprof_stats stats;      /* samples, dropped, callbacks, last_minor_scan */
 	memprof_host_ops ops;     /* the host's hooks (zeroed: no host) */
+	/* Read without the lock: */
+	atomic_size_t callstack_size; /* frames the sampling profile wants */
+	atomic_int maybe_pending;     /* 0: no callback is pending (safe points skip the lock) */
 };
 extern struct core_state memprof_core;
 

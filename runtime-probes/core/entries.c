@@ -225,8 +225,11 @@ void entries_note_pending(size_t i)
 	struct entries *tb = &memprof_core.tbl;
 	struct entry *e = &tb->t[i];
 
-	if (!e->idx_ptr && i < tb->callback && entry_pending(e))
+	if (e->idx_ptr || !entry_pending(e))
+		return;
+	if (i < tb->callback)
 		tb->callback = i;
+	atomic_store_explicit(&memprof_core.maybe_pending, 1, memory_order_relaxed);
 }
 
 void entries_settle(size_t i)

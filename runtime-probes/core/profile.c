@@ -47,6 +47,9 @@ void rate_update_locked(void)
 	atomic_store_explicit(&rate_inv_log1m, lambda > 0 ? 1.0 / log1p(-lambda) : 0.0,
 			      memory_order_relaxed);
 	atomic_fetch_add_explicit(&rate_seq, 1, memory_order_release);
+	atomic_store_explicit(&memprof_core.callstack_size,
+			      memprof_core.sampling ? memprof_core.sampling->callstack_size : 0,
+			      memory_order_relaxed);
 	probe_publish_locked();
 }
 

@@ -56,6 +56,7 @@ size_t sample_new_locked(memprof_value block, size_t wosize, size_t n_samples, u
 				e->stack_len = keep;
 			}
 		}
+		atomic_store_explicit(&memprof_core.maybe_pending, 1, memory_order_relaxed);
 	} else {
 		e->alloc_done = 1; /* tracer only: no callback */
 	}
