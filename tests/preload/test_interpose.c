@@ -96,3 +96,17 @@ Test(interpose, allocations_before_init)
 	cr_expect_eq(result_num(&r, "order_errors"), 0);
 	run_result_free(&r);
 }
+
+/* Exit while sampling: atexit handlers, TSD destructors, a live thread. */
+Test(interpose, exit_while_sampling_is_clean)
+{
+	const char *argv[] = {preload_prog("at_exit"), NULL};
+
+	for (int i = 0; i < 5; i++) {
+		struct run_result r;
+		run_program(argv, NULL, 1, &r);
+		cr_assert(run_ok(&r), "run %d", i);
+		cr_expect_eq(result_num(&r, "order_errors"), 0);
+		run_result_free(&r);
+	}
+}
