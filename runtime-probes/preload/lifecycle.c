@@ -41,20 +41,20 @@ int preload_core_memprof_start(double rate, size_t callstack_size,
 int preload_core_memprof_stop(void);
 int preload_core_memprof_discard(void);
 
-static void say(const char *a, const char *b, const char *c)
+/* One line on stderr, from pieces (write(2): stdio may allocate). */
+static void say(const char *const parts[], size_t n)
 {
-	/* write(2): stdio may allocate. */
-	const char *parts[] = {"memprof-preload: ", a, b, c, "\n"};
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		ssize_t unused = write(2, parts[i], strlen(parts[i]));
-		(void)unused;
-	}
+	char line[512];
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (const char *c = parts[i]; *c && len < sizeof(line) - 1; c++)
+			line[len++] = *c;
+	line[len++] = '\n';
+	ssize_t unused = write(2, line, len);
+	(void)unused;
 }
 
-/*
- * A positive byte count from the environment, else the default.  A bad
- * value is reported in one line and ignored: the traced program runs on.
- */
 static size_t env_bytes(const char *name, size_t dflt)
 {
 	const char *s = getenv(name);
@@ -64,9 +64,10 @@ static size_t env_bytes(const char *name, size_t dflt)
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0 || s[0] == '-' || v > SIZE_MAX / 2) {
-		say(name, "=", s);
-		say(name, " must be a positive number of bytes; ", "using the default");
+	if (errno || *end || v == 0 || s[0] < '0' || s[0] > '9' || v > SIZE_MAX / 2) {
+		const char *parts[] = {"memprof-preload: ", name, "=", s,
+				       " is not a positive number of bytes; using the default"};
+		say(parts, sizeof(parts) / sizeof(parts[0]));
 		return dflt;
 	}
 	return (size_t)v;

@@ -110,3 +110,18 @@ Test(interpose, exit_while_sampling_is_clean)
 		run_result_free(&r);
 	}
 }
+
+/* A bad setting: one line on stderr, the default used, the program runs. */
+Test(interpose, bad_environment_is_one_line_and_the_program_runs)
+{
+	const char *argv[] = {"/bin/echo", "still here", NULL};
+	const char *env[] = {"MEMPROF_YOUNG_EPOCH_BYTES=12x", NULL};
+	struct run_result r;
+
+	run_program(argv, env, 1, &r);
+	cr_assert(run_ok(&r));
+	cr_expect_str_eq(r.out, "still here\n");
+	cr_expect_str_eq(r.err, "memprof-preload: MEMPROF_YOUNG_EPOCH_BYTES=12x is not a positive "
+				"number of bytes; using the default\n");
+	run_result_free(&r);
+}
