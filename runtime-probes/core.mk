@@ -31,18 +31,20 @@ $(BUILD)/libmemprof.so: $(BUILD)/obj/memprof-core.o
 
 ALL_TARGETS += $(BUILD)/libmemprof.a $(BUILD)/libmemprof.so $(BUILD)/san/libmemprof.a
 
-# Quick unit tests of the core (tests/core-unit/), plain and sanitized.
+# Quick unit tests of the core (tests/core-unit/), plain and sanitized.  The
+# attach tests read the binary's own USDT notes with libelf.
 CORE_UNIT_SRCS := $(wildcard tests/core-unit/*.c)
 CORE_UNIT_OBJS := $(CORE_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_UNIT_SAN_OBJS := $(CORE_UNIT_SRCS:%.c=$(BUILD)/san/obj/%.o)
 
 $(BUILD)/tests/core-unit: $(CORE_UNIT_OBJS) $(BUILD)/libmemprof.a
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(CORE_UNIT_OBJS) $(BUILD)/libmemprof.a -lcriterion $(MEMPROF_LIBS)
+	$(CC) -o $@ $(CORE_UNIT_OBJS) $(BUILD)/libmemprof.a -lcriterion -lelf $(MEMPROF_LIBS)
 
 $(BUILD)/san/tests/core-unit: $(CORE_UNIT_SAN_OBJS) $(BUILD)/san/libmemprof.a
 	@mkdir -p $(@D)
-	$(CC) $(SAN) -o $@ $(CORE_UNIT_SAN_OBJS) $(BUILD)/san/libmemprof.a -lcriterion $(MEMPROF_LIBS)
+	$(CC) $(SAN) -o $@ $(CORE_UNIT_SAN_OBJS) $(BUILD)/san/libmemprof.a -lcriterion -lelf \
+		$(MEMPROF_LIBS)
 
 ifneq ($(CORE_UNIT_SRCS),)
 TEST_BINS += $(BUILD)/tests/core-unit $(BUILD)/san/tests/core-unit

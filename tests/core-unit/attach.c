@@ -1,0 +1,158 @@
+/*
+ * The attach protocol with a real kernel: uprobes with ref_ctr_offset on
+ * this executable's memprof probes raise the USDT semaphores exactly as a
+ * tracer's do, and count the probe hits.
+ */
+#include <criterion/criterion.h>
+#include <linux/types.h>
+#include <unistd.h>
+
+#include "memprof.h"
+#include "memprof_host.h"
+#include "memprof_probe_abi.h"
+#include "toy_host.h"
+#include "usdt_uprobe.h"
+
+extern struct memprof_probe_control memprof_probe_control;
+extern unsigned short memprof_sample_semaphore;
+
+#define ALLOCS 2000
+
+struct probes {
+	int sample, promote, dealloc;
+};
+
+static void probes_open(struct probes *p)
+{
+	p->sample = usdt_uprobe_open("sample");
+	p->promote = usdt_uprobe_open("promote");
+	p->dealloc = usdt_uprobe_open("dealloc");
+	cr_assert(p->sample >= 0 && p->promote >= 0 && p->dealloc >= 0, "uprobes attached");
+	cr_assert_gt(*(volatile unsigned short *)&memprof_sample_semaphore, 0,
+		     "the kernel raised the semaphore");
+}
+
+static void probes_close(struct probes *p)
+{
+	close(p->sample);
+	close(p->promote);
+	close(p->dealloc);
+}
+
+static void alloc_many(void)
+{
+	static const size_t sz = 3;
+	uintptr_t base;
+
+	for (int i = 0; i < ALLOCS; i++) {
+		cr_assert_eq(toy_alloc(1, &sz, &base), 0);
+		if (i % 500 == 0)
+			toy_minor_gc();
+	}
+}
+
+Test(attach, tracer_only_sampling_follows_the_semaphore)
+{
+	struct probes p;
+	memprof_stats st;
+
+	toy_init();
+	memprof_probe_control.requested_rate = 0.25;
+	cr_assert_eq(memprof_probe_control.magic, MEMPROF_PROBE_CONTROL_MAGIC);
+	cr_assert_eq(memprof_probe_control.flags, 0);
+
+	probes_open(&p);
+	unsigned updates = toy.limit_updates;
+	cr_assert_eq(memprof_run_postponed(), 0);
+	cr_assert_gt(toy.limit_updates, updates, "attach recomputes the young limit");
+	cr_assert_eq(memprof_probe_control.flags, MEMPROF_PROBE_F_TRACER);
+	cr_assert_eq(memprof_probe_control.active_rate, 0.25);
+	cr_assert_eq(memprof_current_rate(), 0.25);
+
+	toy.survive = 0;
+	alloc_many();
+	toy_minor_gc();
+	memprof_get_stats(&st);
+	uint64_t fired = usdt_uprobe_count(p.sample);
+	cr_assert_gt(fired, 0);
+	cr_assert_eq(fired, st.samples, "one sample probe per entry");
+	cr_assert_eq(fired, memprof_probe_control.samples);
+	cr_assert_eq(st.callbacks, 0, "no user profile: probes only");
+	cr_assert_eq(usdt_uprobe_count(p.dealloc), fired, "every sampled block died young");
+	cr_assert_eq(usdt_uprobe_count(p.promote), 0);
+	cr_assert_eq(st.tracked, 0);
+
+	toy.survive = 1;
+	alloc_many();
+	toy_minor_gc();
+	memprof_get_stats(&st);
+	uint64_t promoted = usdt_uprobe_count(p.promote);
+	cr_assert_eq(promoted, st.samples - fired, "every block of the second round promoted");
+	cr_assert_eq(st.tracked, promoted);
+
+	probes_close(&p);
+	cr_assert_eq(*(volatile unsigned short *)&memprof_sample_semaphore, 0);
+	cr_assert_eq(memprof_run_postponed(), 0);
+	cr_assert_eq(memprof_probe_control.flags, 0);
+	cr_assert_eq(memprof_probe_control.active_rate, 0.0);
+	memprof_get_stats(&st);
+	cr_assert_eq(st.tracked, 0, "detach forgets the blocks tracked for the tracer");
+	uint64_t before = st.samples;
+	alloc_many();
+	memprof_get_stats(&st);
+	cr_assert_eq(st.samples, before, "no sampling once detached");
+}
+
+static unsigned user_allocs, user_deallocs;
+static int none_alloc(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	(void)info;
+	user_allocs++;
+	*out = MEMPROF_NONE;
+	return 0;
+}
+static int count_dealloc(void *arg, memprof_value d)
+{
+	(void)arg;
+	(void)d;
+	user_deallocs++;
+	return 0;
+}
+
+Test(attach, tracer_sees_the_in_process_profile)
+{
+	memprof_tracker t = {.alloc_minor = none_alloc, .dealloc_minor = count_dealloc};
+	struct probes p;
+	memprof_stats st;
+
+	toy_init();
+	memprof_probe_control.requested_rate = 0.5;
+	cr_assert_eq(memprof_start(0.1, 0, &t), 0);
+	probes_open(&p);
+	cr_assert_eq(memprof_run_postponed(), 0);
+	cr_assert_eq(memprof_probe_control.flags, MEMPROF_PROBE_F_IN_PROCESS);
+	cr_assert_eq(memprof_probe_control.active_rate, 0.1, "the profile's rate stays in force");
+
+	toy.survive = 0;
+	alloc_many();
+	memprof_get_stats(&st);
+	cr_assert_gt(st.samples, 0);
+	cr_assert_eq(usdt_uprobe_count(p.sample), st.samples);
+	cr_assert_eq(user_allocs, st.samples);
+	cr_assert_eq(st.tracked, st.samples - usdt_uprobe_count(p.dealloc),
+		     "NONE from the callback, but the tracer saw them: entries kept");
+	toy_minor_gc();
+	cr_assert_eq(memprof_run_postponed(), 0);
+	cr_assert_eq(usdt_uprobe_count(p.dealloc), st.samples);
+	cr_assert_eq(user_deallocs, 0, "no callback after NONE");
+	memprof_get_stats(&st);
+	cr_assert_eq(st.tracked, 0);
+
+	cr_assert_eq(memprof_stop(), 0);
+	cr_assert_eq(memprof_probe_control.flags, MEMPROF_PROBE_F_TRACER);
+	cr_assert_eq(memprof_probe_control.active_rate, 0.5, "back to the tracer's rate");
+	probes_close(&p);
+	cr_assert_eq(memprof_run_postponed(), 0);
+	cr_assert_eq(memprof_probe_control.flags, 0);
+}
