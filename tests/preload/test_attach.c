@@ -71,7 +71,9 @@ static void program_words(const char *path, double words[N_SITES], double live[N
 	free(text);
 }
 
-static void attach_and_check(int fork_first)
+enum mode { PLAIN, FORK_FIRST, FORK_TRACED };
+
+static void attach_and_check(enum mode mode)
 {
 	char dir[] = "/tmp/preload-attach-XXXXXX";
 	char ready[64], out[64], err[64], lerr[64], views[64], path[96];
@@ -86,13 +88,16 @@ static void attach_and_check(int fork_first)
 	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
 	snprintf(views, sizeof(views), "%s/views", dir);
 	const char *argv[] = {preload_prog("sites"), ready, ROUNDS,
-			      fork_first ? "--fork" : NULL, NULL};
+			      mode == FORK_FIRST	? "--fork"
+			      : mode == FORK_TRACED ? "--fork-traced"
+						    : NULL,
+			      NULL};
 	pid_t prog = spawn_program(argv, NULL, 1, out, err);
 	cr_assert_eq(wait_nonempty_file(ready, READY_TIMEOUT_S), 0, "the program never started");
 	char *pid = read_file(ready);
 	cr_assert_not_null(pid);
 	pid[strcspn(pid, "\n")] = 0;
-	if (fork_first)
+	if (mode == FORK_FIRST)
 		cr_assert_neq(atoi(pid), prog, "the pid to attach to is the child's");
 
 	/* The loader runs until the program exits. */
@@ -113,6 +118,13 @@ static void attach_and_check(int fork_first)
 	free(pid);
 
 	program_words(out, words, live);
+	if (mode == FORK_TRACED) {
+		/* The tracer's sampling did not carry over into the child. */
+		char *text = read_file(out);
+		cr_assert_not_null(strstr(text, "child_flags=0\n"), "%s", text);
+		cr_assert_not_null(strstr(text, "child_rate=0\n"), "%s", text);
+		free(text);
+	}
 	for (int v = 0; v < N_VIEWS; v++) {
 		snprintf(path, sizeof(path), "%s/%s.folded", views, view_names[v]);
 		folded_by_site(path, view[v]);
@@ -157,10 +169,15 @@ static void attach_and_check(int fork_first)
 
 Test(attach, loader_views_follow_the_sites)
 {
-	attach_and_check(0);
+	attach_and_check(PLAIN);
 }
 
 Test(attach, attach_to_the_child_of_a_preloaded_process)
 {
-	attach_and_check(1);
+	attach_and_check(FORK_FIRST);
+}
+
+Test(attach, a_traced_process_forks_an_untraced_child)
+{
+	attach_and_check(FORK_TRACED);
 }

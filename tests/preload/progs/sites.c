@@ -6,10 +6,13 @@
  *   site <name> words <W> live_words <L>
  * READY_FILE holds the pid to attach to.
  *
- *   sites READY_FILE ROUNDS [--fork]
+ *   sites READY_FILE ROUNDS [--fork | --fork-traced]
  *
  * --fork: the program forks first and the child does all of the above (the
  * parent waits for it): a tracer attaches to a child of a preloaded process.
+ * --fork-traced: once traced, the program forks a child that allocates 4 MiB
+ * and prints its control block (child_flags, child_rate): the tracer's
+ * sampling must not carry over into the child.
  */
 #include <linux/types.h>
 #include <stdio.h>
@@ -103,10 +106,35 @@ static int wait_for_tracer(void)
 	return -1;
 }
 
+/* A child of the traced process: allocate, then report the control block. */
+static int traced_child(void)
+{
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0)
+		return -1;
+	if (child == 0) {
+		for (int i = 0; i < 4096; i++) {
+			sink = malloc(1024);
+			free(sink);
+		}
+		printf("child_flags=%u\nchild_rate=%g\n", memprof_probe_control.flags,
+		       memprof_probe_control.active_rate);
+		fflush(stdout);
+		_exit(0);
+	}
+	int status;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 3 || argc > 4 || (argc == 4 && strcmp(argv[3], "--fork"))) {
-		fprintf(stderr, "usage: sites READY_FILE ROUNDS [--fork]\n");
+	int fork_first = argc == 4 && !strcmp(argv[3], "--fork");
+	int fork_traced = argc == 4 && !strcmp(argv[3], "--fork-traced");
+	if (argc < 3 || argc > 4 || (argc == 4 && !fork_first && !fork_traced)) {
+		fprintf(stderr, "usage: sites READY_FILE ROUNDS [--fork | --fork-traced]\n");
 		return 2;
 	}
 	long rounds = atol(argv[2]);
@@ -114,7 +142,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sites: bad ROUNDS %s\n", argv[2]);
 		return 2;
 	}
-	if (argc == 4) {
+	if (fork_first) {
 		/* Some heap history in the parent first (blocks the child inherits). */
 		for (int i = 0; i < 1000; i++) {
 			site_short_lived(100);
@@ -142,6 +170,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sites: no tracer attached\n");
 		return 1;
 	}
+	if (fork_traced && traced_child() != 0)
+		return 1;
 	for (long i = 0; i < rounds; i++) {
 		site_short_lived(16 + (size_t)(i % 64) * 8);
 		site_short_lived(200);
