@@ -1,6 +1,8 @@
 /*
  * rt custom blocks: a C pointer and its finalizer in a block of tag
  * RT_CUSTOM_TAG (not scanned), sampled by memprof for its virtual size.
+ * Out-of-heap memory of promoted custom blocks hastens the next major
+ * collection (minor.c:oldify, major.c:rt_major_maybe_collect).
  * The finalizer runs exactly once: when a minor collection finds the young
  * block dead, when a sweep frees the major block, or at rt_shutdown.
  */
@@ -29,6 +31,7 @@ int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data),
 	fin.fn = finalize;
 	RT_FIELDS(v)[0] = (rt_value)data;
 	RT_FIELDS(v)[1] = fin.word;
+	RT_FIELDS(v)[RT_CUSTOM_MEM_FIELD] = RT_VAL_INT(mem_bytes);
 	if (rt_vec_push(&rt.young_customs, v))
 		rt_fatal("out of memory (custom blocks)");
 	rt_mp_track_custom(v, mem_bytes);

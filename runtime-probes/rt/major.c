@@ -106,6 +106,7 @@ void rt_major_gc(void)
 	rt_mp_major_update();
 	sweep();
 	rt.major_live_after_gc = rt.stats.major_heap_words;
+	rt.custom_pressure_words = 0;
 	rt.stats.major_collections++;
 	rt_probe_gc(MEMPROF_PROBE_GC_MAJOR_END, rt.young_end - rt.young_ptr,
 		    rt.stats.major_heap_words * RT_WORD);
@@ -118,7 +119,7 @@ void rt_major_maybe_collect(void)
 
 	if (threshold < RT_MAJOR_MIN_WORDS)
 		threshold = RT_MAJOR_MIN_WORDS;
-	if (rt.stats.major_heap_words > threshold)
+	if (rt.stats.major_heap_words + rt.custom_pressure_words > threshold)
 		rt_major_gc();
 }
 

@@ -201,6 +201,9 @@ static void oldify(uintptr_t *root, void *ctx)
 		rt_fatal("out of memory (minor collection)");
 	memcpy(RT_FIELDS(copy), RT_FIELDS(v), wosize * RT_WORD);
 	rt.stats.promoted_words += wosize + 1;
+	if (RT_HDR_TAG(hdr) == RT_CUSTOM_TAG)
+		rt.custom_pressure_words +=
+			(size_t)RT_INT_VAL(RT_FIELDS(v)[RT_CUSTOM_MEM_FIELD]) / RT_WORD;
 	RT_HDR(v) = RT_FORWARDED;
 	RT_FIELDS(v)[0] = copy;
 	*root = copy;

@@ -31,13 +31,16 @@
 #define RT_FORWARDED 0u
 #define RT_FIELDS(v) ((rt_value *)(v))
 
-/* Custom block layout: field 0 the C pointer, field 1 the finalizer. */
-#define RT_CUSTOM_WOSIZE 2
+/* Custom block layout: field 0 the C pointer, field 1 the finalizer, field 2
+ * its out-of-heap bytes (an integer value). */
+#define RT_CUSTOM_WOSIZE 3
+#define RT_CUSTOM_MEM_FIELD 2
 
 /* Default minor heap, and the smallest one rt_set_minor_heap_words takes. */
 #define RT_DEFAULT_MINOR_WORDS ((size_t)256 * 1024)
 #define RT_MIN_MINOR_WORDS ((size_t)4096)
-/* A major collection runs when the major heap has grown past
+/* A major collection runs when the major heap (plus the out-of-heap words of
+ * the custom blocks promoted since the last one) has grown past
  * max(RT_MAJOR_MIN_WORDS, live words after the last one * RT_MAJOR_GROWTH). */
 #define RT_MAJOR_MIN_WORDS ((size_t)1 << 20)
 #define RT_MAJOR_GROWTH 2
@@ -77,6 +80,7 @@ struct rt_state {
 	/* Major heap: every block is a malloc'ed rt_major_block. */
 	struct rt_major_block *major_blocks;
 	size_t major_live_after_gc;
+	size_t custom_pressure_words; /* out-of-heap words promoted since */
 	struct rt_vec mark_stack;
 	struct rt_vec globals;
 	struct rt_thread *threads;

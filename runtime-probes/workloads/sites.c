@@ -15,9 +15,9 @@
  *   site_major_blocks  every 32nd round, 1 block of 1000 fields (1001 words)
  *                      allocated directly in the major heap, into a ring of
  *                      16 roots.
- *   site_custom        every 8th round, 1 custom block (2 fields, 3 words)
+ *   site_custom        every 8th round, 1 custom block (3 fields, 4 words)
  *                      holding 2048 malloc'ed bytes (256 words of virtual
- *                      size, sampled as such), 259 words in all, into a ring
+ *                      size, sampled as such), 260 words in all, into a ring
  *                      of 64 roots; its finalizer frees the bytes.
  * About 166 words per round: 48% short, 11% medium, 3% long, 19% major,
  * 19% custom.
@@ -149,7 +149,7 @@ __attribute__((noinline, noclone)) int site_custom(void)
 		free(bytes);
 		return err;
 	}
-	site_words[CUSTOM] += 3 + CUSTOM_BYTES / 8;
+	site_words[CUSTOM] += rt_wosize(v) + 1 + CUSTOM_BYTES / 8;
 	return store_in_ring(CUSTOM, v);
 }
 

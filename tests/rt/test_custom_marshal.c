@@ -203,3 +203,27 @@ Test(rt_marshal, bad_input)
 	free(data);
 	RT_ROOTS_END();
 }
+
+Test(rt_custom, out_of_heap_memory_hastens_major_gc)
+{
+	rt_value keep = RT_UNIT, c = RT_UNIT, junk = RT_UNIT;
+	size_t done = 0;
+	rt_stats st;
+
+	RT_ROOTS(3, &keep, &c, &junk);
+	cr_assert_eq(rt_alloc_major(1, 0, &keep), 0);
+	for (int i = 0; i < 2000; i++) {
+		/* 64 KiB each; kept until the next block, so each is promoted. */
+		cr_assert_eq(rt_alloc_custom(&finalized[i], 64 * 1024, finalize_slot, &c), 0);
+		rt_store_field(keep, 0, c);
+		for (int j = 0; j < 1000; j++) /* 5000 words: about one minor GC */
+			cr_assert_eq(rt_alloc(4, 0, &junk), 0);
+	}
+	rt_get_stats(&st);
+	cr_assert_lt(st.major_heap_words, (size_t)1 << 20, "the heap alone would not trigger");
+	cr_assert_geq(st.major_collections, 1, "16 Mi words of out-of-heap memory promoted");
+	for (int i = 0; i < 2000; i++)
+		done += (size_t)finalized[i];
+	cr_assert_gt(done, 0);
+	RT_ROOTS_END();
+}

@@ -178,7 +178,7 @@ Test(rt_sampling, every_allocation_path)
 		cr_assert_eq(rt_alloc_major(300, 0, &v), 0);
 		words += 301;
 		cr_assert_eq(rt_alloc_custom(NULL, 800, NULL, &v), 0);
-		words += 3 + 100;
+		words += rt_wosize(v) + 1 + 100;
 		cr_assert_eq(rt_unmarshal(data, len, &v), 0);
 		words += 3 + 4;
 	}
