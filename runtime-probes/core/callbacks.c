@@ -38,8 +38,8 @@ int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len)
 		info.callstack_len = e->stack_len;
 		if (stack)
 			info.callstack_len = stack_len < e->prof->callstack_size
-						     ? stack_len
-						     : e->prof->callstack_size;
+						 ? stack_len
+						 : e->prof->callstack_size;
 	} else if (e->promoted && !e->promote_done) {
 		kind = CB_PROMOTE;
 		promote_fn = tr->promote;

@@ -19,21 +19,21 @@
 /* A user profile: one memprof_start .. memprof_stop (and what it tracked). */
 struct profile {
 	memprof_tracker tracker; /* copy of the caller's tracker */
-	size_t callstack_size;   /* frames handed to alloc callbacks */
-	double lambda;           /* its sampling rate */
-	size_t refs;             /* entries pointing here, +1 while sampling */
-	int stopped;             /* memprof_stop ran: no alloc callback any more */
+	size_t callstack_size;	 /* frames handed to alloc callbacks */
+	double lambda;		 /* its sampling rate */
+	size_t refs;		 /* entries pointing here, +1 while sampling */
+	int stopped;		 /* memprof_stop ran: no alloc callback any more */
 };
 
 /* Everything behind memprof_core.lock.  One instance: `core`. */
 struct core_state {
 	pthread_mutex_t lock;
-	struct entries tbl;       /* the tracked-block table (entries.h) */
+	struct entries tbl;	  /* the tracked-block table (entries.h) */
 	struct profile *sampling; /* the user profile sampling now, or NULL */
-	int tracer_on;            /* the sample semaphore was last seen raised */
-	double tracer_rate;       /* rate in force for a tracer-only profile */
-	memprof_stats stats;      /* samples, dropped, callbacks, last_minor_scan */
-	memprof_host_ops ops;     /* the host's hooks (zeroed: no host) */
+	int tracer_on;		  /* the sample semaphore was last seen raised */
+	double tracer_rate;	  /* rate in force for a tracer-only profile */
+	memprof_stats stats;	  /* samples, dropped, callbacks, last_minor_scan */
+	memprof_host_ops ops;	  /* the host's hooks (zeroed: no host) */
 	/* Read without the lock: */
 	atomic_size_t callstack_size; /* frames the sampling profile wants */
 	atomic_int maybe_pending;     /* 0: no callback is pending (safe points skip the lock) */
@@ -45,21 +45,21 @@ extern struct core_state memprof_core;
 
 /* ---- per-thread state (thread.c) ---- */
 struct thread_state {
-	uint64_t rng[4];       /* xoshiro256+ state */
-	int seeded;            /* rng was initialised */
-	int in_callback;       /* a callback runs on this thread: no sampling */
-	size_t **held;         /* index variables of the entries this thread pins */
-	size_t n_held;         /* entries in held */
-	uintptr_t *cb_stack;   /* call stack handed to the running alloc callback (owned) */
-	int in_core;           /* inside memprof_track_malloc: nested calls (from the
-				* core's own malloc) are not sampled */
+	uint64_t rng[4];     /* xoshiro256+ state */
+	int seeded;	     /* rng was initialised */
+	int in_callback;     /* a callback runs on this thread: no sampling */
+	size_t **held;	     /* index variables of the entries this thread pins */
+	size_t n_held;	     /* entries in held */
+	uintptr_t *cb_stack; /* call stack handed to the running alloc callback (owned) */
+	int in_core;	     /* inside memprof_track_malloc: nested calls (from the
+			      * core's own malloc) are not sampled */
 };
 extern _Thread_local struct thread_state memprof_ts;
 
 /* ---- rate in force (rate.c), readable without the lock ---- */
 struct rate {
-	double lambda;        /* samples per word, 0 when not sampling */
-	double inv_log1m;     /* 1 / log(1 - lambda) (-0.0 when lambda is 1) */
+	double lambda;	  /* samples per word, 0 when not sampling */
+	double inv_log1m; /* 1 / log(1 - lambda) (-0.0 when lambda is 1) */
 };
 void rate_read(struct rate *out);
 /* Recompute the rate in force from memprof_core.sampling / memprof_core.tracer_on.  Locked. */
@@ -92,10 +92,10 @@ size_t callstack_wanted(void);
 
 /* ---- sampling (sample.c) ---- */
 /* Flags of sample_new_locked. */
-#define SAMPLE_YOUNG 1u        /* born in the minor heap / young epoch */
-#define SAMPLE_KEEP_STACK 2u   /* copy the stack for a postponed alloc callback */
-#define SAMPLE_MALLOC 4u       /* malloc-style: direct callbacks, a handle */
-#define SAMPLE_UNBOUND 8u      /* placeholder of memprof_track_young */
+#define SAMPLE_YOUNG 1u	     /* born in the minor heap / young epoch */
+#define SAMPLE_KEEP_STACK 2u /* copy the stack for a postponed alloc callback */
+#define SAMPLE_MALLOC 4u     /* malloc-style: direct callbacks, a handle */
+#define SAMPLE_UNBOUND 8u    /* placeholder of memprof_track_young */
 /*
  * Create the entry of a sampled block and fire the sample probe.  Locked.
  * NO_INDEX when nobody wants it (no profile, no tracer) or the table could
@@ -112,8 +112,8 @@ extern unsigned short memprof_promote_semaphore;
 extern unsigned short memprof_dealloc_semaphore;
 extern unsigned short memprof_gc_semaphore;
 extern struct memprof_probe_control memprof_probe_control;
-void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind,
-		       unsigned source, const uintptr_t *stack, size_t stack_len, double lambda);
+void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind, unsigned source,
+		       const uintptr_t *stack, size_t stack_len, double lambda);
 void probe_fire_promote(uint64_t id);
 void probe_fire_dealloc(uint64_t id, unsigned kind);
 void probe_count_dropped(void);

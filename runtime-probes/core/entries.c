@@ -277,7 +277,8 @@ static int entry_may_be_young(const struct entry *e)
 		return 0;
 	if (e->young && !e->unbound && !e->promoted && !e->dead && !e->malloc_style)
 		return 1;
-	return e->data != MEMPROF_NONE && memprof_core.ops.is_young && memprof_core.ops.is_young(e->data);
+	return e->data != MEMPROF_NONE && memprof_core.ops.is_young &&
+	       memprof_core.ops.is_young(e->data);
 }
 
 int memprof_debug_check(void)

@@ -35,26 +35,26 @@ struct entry {
 	 * freed once the alloc callback ran.  stack_len <= prof->callstack_size. */
 	uintptr_t *stack;
 	size_t stack_len;
-	size_t n_samples; /* >= 1 */
-	size_t wosize;    /* block size in words, header excluded */
-	unsigned source : 2;       /* enum memprof_source */
-	unsigned young : 1;        /* born young (minor heap / young epoch) */
+	size_t n_samples;    /* >= 1 */
+	size_t wosize;	     /* block size in words, header excluded */
+	unsigned source : 2; /* enum memprof_source */
+	unsigned young : 1;  /* born young (minor heap / young epoch) */
 	/* Malloc host: never moves, dies by free, has a handle (handles.c), and
 	 * its callbacks run right away on the thread that sees the event. */
 	unsigned malloc_style : 1;
-	unsigned unbound : 1;      /* placeholder: the block is not allocated yet (implies busy) */
+	unsigned unbound : 1;	   /* placeholder: the block is not allocated yet (implies busy) */
 	unsigned alloc_done : 1;   /* alloc callback ran (or will never run) */
-	unsigned promoted : 1;     /* survived into the major heap; implies young */
+	unsigned promoted : 1;	   /* survived into the major heap; implies young */
 	unsigned promote_done : 1; /* promote callback ran; implies promoted */
-	unsigned dead : 1;         /* the block died (death recorded, probe fired) */
-	unsigned deleted : 1;      /* to be removed; implies index >= tbl.delete, prof == NULL */
-	unsigned traced : 1;       /* sample probe fired: promote/dealloc probes fire too */
+	unsigned dead : 1;	   /* the block died (death recorded, probe fired) */
+	unsigned deleted : 1;	   /* to be removed; implies index >= tbl.delete, prof == NULL */
+	unsigned traced : 1;	   /* sample probe fired: promote/dealloc probes fire too */
 };
 
 struct entries {
 	struct entry *t;
-	size_t len;      /* entries in use are t[0, len); len <= cap */
-	size_t cap;      /* allocated slots */
+	size_t len; /* entries in use are t[0, len); len <= cap */
+	size_t cap; /* allocated slots */
 	/* young <= len.  Every entry whose block may be in the minor heap (born
 	 * young, bound, not promoted, not dead) or whose data may be young is at
 	 * an index >= young.  A minor collection visits only [young, len). */
@@ -95,8 +95,8 @@ void entries_mark_promoted(size_t i, memprof_value moved);
 void entries_release(size_t i);
 
 /* Handles of malloc-style entries: id -> index (handles.c). */
-int handles_put(uint64_t id, size_t idx); /* 0, or -1 when out of memory */
-size_t handles_get(uint64_t id);          /* NO_INDEX when absent */
+int handles_put(uint64_t id, size_t idx);  /* 0, or -1 when out of memory */
+size_t handles_get(uint64_t id);	   /* NO_INDEX when absent */
 void handles_set(uint64_t id, size_t idx); /* no-op when absent */
 void handles_del(uint64_t id);
 void handles_reset(void);

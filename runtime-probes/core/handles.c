@@ -104,8 +104,8 @@ void handles_del(uint64_t id)
 	for (size_t k = (s + 1) & (n_slots - 1); slots[k].id; k = (k + 1) & (n_slots - 1)) {
 		size_t home = handles_hash(slots[k].id);
 		/* Move k into the hole unless its home lies cyclically in (hole, k]. */
-		int home_after_hole = hole <= k ? (home > hole && home <= k)
-						: (home > hole || home <= k);
+		int home_after_hole =
+		    hole <= k ? (home > hole && home <= k) : (home > hole || home <= k);
 		if (!home_after_hole) {
 			slots[hole] = slots[k];
 			hole = k;

@@ -39,8 +39,9 @@ int memprof_track_malloc(memprof_value block, size_t words, size_t n_samples, in
 	sb.len = callstack_capture(sb.buf, sb.want);
 
 	pthread_mutex_lock(&memprof_core.lock);
-	size_t i = sample_new_locked(block, words, n_samples, MEMPROF_SRC_NORMAL,
-				     SAMPLE_MALLOC | (major ? 0 : SAMPLE_YOUNG), sb.buf, sb.len, &r);
+	size_t i =
+	    sample_new_locked(block, words, n_samples, MEMPROF_SRC_NORMAL,
+			      SAMPLE_MALLOC | (major ? 0 : SAMPLE_YOUNG), sb.buf, sb.len, &r);
 	if (i != NO_INDEX) {
 		uint64_t id = memprof_core.tbl.t[i].id;
 		if (entry_pending(&memprof_core.tbl.t[i])) {

@@ -20,15 +20,15 @@ unsigned short memprof_dealloc_semaphore __attribute__((section(".probes"), used
 unsigned short memprof_gc_semaphore __attribute__((section(".probes"), used));
 
 __attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
-	.magic = MEMPROF_PROBE_CONTROL_MAGIC,
-	.abi_version = MEMPROF_PROBE_ABI_VERSION,
+    .magic = MEMPROF_PROBE_CONTROL_MAGIC,
+    .abi_version = MEMPROF_PROBE_ABI_VERSION,
 };
 
 /* Mirror of memprof_core.tracer_on, read without the lock by probe_poll. */
 static atomic_int tracer_seen;
 
-void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind,
-		       unsigned source, const uintptr_t *stack, size_t stack_len, double lambda)
+void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind, unsigned source,
+		       const uintptr_t *stack, size_t stack_len, double lambda)
 {
 	double inv = lambda > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / lambda) : 0;
 	uint64_t inv_q16 = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;

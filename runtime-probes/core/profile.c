@@ -14,7 +14,7 @@
 #include "core.h"
 
 struct core_state memprof_core = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static atomic_uint rate_seq; /* odd while being written */

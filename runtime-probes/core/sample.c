@@ -174,12 +174,12 @@ static int young_alloc_callback(struct young_sample *s, const size_t *wosizes,
 	void *arg = e->prof->tracker.arg;
 	size_t keep = e->prof->callstack_size < sb->len ? e->prof->callstack_size : sb->len;
 	memprof_allocation info = {
-		.id = e->id,
-		.n_samples = s->n,
-		.size = wosizes[s->block],
-		.source = MEMPROF_SRC_NORMAL,
-		.callstack = sb->buf,
-		.callstack_len = keep,
+	    .id = e->id,
+	    .n_samples = s->n,
+	    .size = wosizes[s->block],
+	    .source = MEMPROF_SRC_NORMAL,
+	    .callstack = sb->buf,
+	    .callstack_len = keep,
 	};
 	pthread_mutex_unlock(&memprof_core.lock);
 
@@ -354,9 +354,8 @@ int memprof_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosiz
 }
 
 /* A postponed sample: entry now, alloc callback at the next safe point. */
-static void sample_postponed(memprof_value block, size_t wosize, size_t n_samples,
-			     unsigned source, unsigned flags, const struct stack_buf *sb,
-			     const struct rate *r)
+static void sample_postponed(memprof_value block, size_t wosize, size_t n_samples, unsigned source,
+			     unsigned flags, const struct stack_buf *sb, const struct rate *r)
 {
 	pthread_mutex_lock(&memprof_core.lock);
 	size_t i = sample_new_locked(block, wosize, n_samples, source, flags | SAMPLE_KEEP_STACK,

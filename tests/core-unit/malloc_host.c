@@ -17,7 +17,7 @@
 
 struct log {
 	pthread_mutex_t lock;
-	char ev[MAX_EVENTS];      /* 'a', 'A', 'p', 'd', 'D' */
+	char ev[MAX_EVENTS]; /* 'a', 'A', 'p', 'd', 'D' */
 	uint64_t id[MAX_EVENTS];
 	pthread_t who[MAX_EVENTS];
 	size_t n;
@@ -75,11 +75,11 @@ static int ev_dealloc_major(void *arg, memprof_value d)
 }
 
 static const memprof_tracker ev_tracker = {
-	.alloc_minor = ev_alloc_minor,
-	.alloc_major = ev_alloc_major,
-	.promote = ev_promote,
-	.dealloc_minor = ev_dealloc_minor,
-	.dealloc_major = ev_dealloc_major,
+    .alloc_minor = ev_alloc_minor,
+    .alloc_major = ev_alloc_major,
+    .promote = ev_promote,
+    .dealloc_minor = ev_dealloc_minor,
+    .dealloc_major = ev_dealloc_major,
 };
 
 __attribute__((noinline)) static int track_here(memprof_value block, int major, uint64_t *h)
@@ -108,7 +108,7 @@ Test(malloc_host, life_cycle_and_handles)
 	cr_assert_eq(track_here(0x2000, 0, &h2), 0);
 	cr_assert_eq(track_here(0x3000, 1, &h3), 0);
 	memprof_block_freed(h2); /* died young */
-	memprof_epoch_end();     /* h1 promoted; h3 was born major */
+	memprof_epoch_end();	 /* h1 promoted; h3 was born major */
 	memprof_block_freed(h1);
 	memprof_block_freed(h3);
 	memprof_block_freed(h3); /* twice: ignored */

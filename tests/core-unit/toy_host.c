@@ -35,11 +35,11 @@ static void toy_request_safe_point(void)
 }
 
 static const memprof_host_ops toy_ops = {
-	.is_young = toy_is_young,
-	.young_survived = toy_young_survived,
-	.major_is_dead = toy_major_is_dead,
-	.update_young_limit = toy_update_young_limit,
-	.request_safe_point = toy_request_safe_point,
+    .is_young = toy_is_young,
+    .young_survived = toy_young_survived,
+    .major_is_dead = toy_major_is_dead,
+    .update_young_limit = toy_update_young_limit,
+    .request_safe_point = toy_request_safe_point,
 };
 
 void toy_init(void)
