@@ -159,8 +159,24 @@ int rt_alloc_young(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
 	return 0;
 }
 
+/* The fast path of one block is spelled out: one compare with the limit. */
 int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 {
+	uintptr_t new_ptr = rt.young_ptr - (wosize + 1) * RT_WORD;
+
+	if (wosize - 1 < RT_MAX_YOUNG_WOSIZE && tag < RT_CUSTOM_TAG &&
+	    new_ptr >= __atomic_load_n(&rt.young_limit, __ATOMIC_RELAXED) &&
+	    new_ptr < rt.young_ptr) {
+		uintptr_t *p = (uintptr_t *)new_ptr;
+
+		rt.young_ptr = new_ptr;
+		p[0] = RT_MAKE_HDR(wosize, 0, tag);
+		for (size_t j = 1; j <= wosize; j++)
+			p[j] = RT_UNIT;
+		rt.stats.minor_words += wosize + 1;
+		*out = (rt_value)(p + 1);
+		return 0;
+	}
 	if (tag == RT_CUSTOM_TAG)
 		return EINVAL;
 	if (wosize > RT_MAX_YOUNG_WOSIZE)

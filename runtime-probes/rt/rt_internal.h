@@ -93,12 +93,16 @@ extern _Thread_local struct rt_thread *rt_self;
 
 _Noreturn void rt_fatal(const char *what);
 
+static inline int rt_is_young_value(rt_value v)
+{
+	return !RT_IS_INT(v) && v > rt.young_start && v < rt.young_end;
+}
+
 /* runtime.c */
 void rt_update_young_limit(void);  /* limit = max(gc, memprof trigger), or a safe point */
 void rt_renew_minor_sample(void);  /* fresh trigger, then the limit */
 void rt_request_safe_point(void);
 int rt_safe_point(void);           /* run postponed callbacks, return the error */
-int rt_is_young_value(rt_value v);
 
 /* minor.c */
 int rt_minor_init(size_t words);

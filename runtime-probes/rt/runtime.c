@@ -37,11 +37,6 @@ void rt_vec_free(struct rt_vec *v)
 	memset(v, 0, sizeof(*v));
 }
 
-int rt_is_young_value(rt_value v)
-{
-	return !RT_IS_INT(v) && v > rt.young_start && v < rt.young_end;
-}
-
 /*
  * young_limit = max(GC trigger, memprof trigger), or young_end (above any
  * young_ptr) while a safe point is requested, so the next allocation takes
