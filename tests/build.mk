@@ -3,6 +3,9 @@
 # tests/core/test_*.c becomes two binaries: build/tests/core/test_* and an
 # ASan+UBSan copy build/tests/core-san/test_*.
 #
+# Binaries are linked to a temporary name and renamed, so a run in progress
+# (the tree is shared) never executes a half-written file.
+#
 # The scenarios need frames for their callstack checks (-O1, frame pointers,
 # no sibling calls) and export their symbols (-rdynamic) so dladdr can name
 # the functions that allocated.
@@ -24,14 +27,14 @@ TESTS_CORE_LDLIBS = -Wl,--start-group $(1) -Wl,--end-group $(MEMPROF_LIBS) -lcri
 $(BUILD)/tests/core/test_%: $(BUILD)/obj/tests/core/test_%.o $(TESTS_CORE_HELPER_OBJS) \
 		$(TESTS_CORE_LIBS)
 	@mkdir -p $(@D)
-	$(CC) -rdynamic -o $@ $< $(TESTS_CORE_HELPER_OBJS) \
-		$(call TESTS_CORE_LDLIBS,$(TESTS_CORE_LIBS))
+	$(CC) -rdynamic -o $@.$$$$.tmp $< $(TESTS_CORE_HELPER_OBJS) \
+		$(call TESTS_CORE_LDLIBS,$(TESTS_CORE_LIBS)) && mv -f $@.$$$$.tmp $@
 
 $(BUILD)/tests/core-san/test_%: $(BUILD)/san/obj/tests/core/test_%.o \
 		$(TESTS_CORE_SAN_HELPER_OBJS) $(TESTS_CORE_SAN_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(SAN) -rdynamic -o $@ $< $(TESTS_CORE_SAN_HELPER_OBJS) \
-		$(call TESTS_CORE_LDLIBS,$(TESTS_CORE_SAN_LIBS))
+	$(CC) $(SAN) -rdynamic -o $@.$$$$.tmp $< $(TESTS_CORE_SAN_HELPER_OBJS) \
+		$(call TESTS_CORE_LDLIBS,$(TESTS_CORE_SAN_LIBS)) && mv -f $@.$$$$.tmp $@
 
 # The scenarios link against the core and the runtime: build them only once
 # both fragments exist.
