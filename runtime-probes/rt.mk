@@ -4,7 +4,8 @@
 # Outputs: build/librt.a, build/san/librt.a (ASan+UBSan), build/nohook/librt.a
 # (compiled with -DRT_NO_MEMPROF: no memprof hook at all), the workload
 # binaries build/workload-sites, build/workload-seed, build/workload-seed-nohook,
-# and the Criterion binaries build/tests/rt/test-rt and build/san/tests/rt/test-rt.
+# and the Criterion binaries build/tests/rt/test-rt, build/san/tests/rt/test-rt
+# and build/nohook/tests/rt/test-rt (GC tests only).
 
 RT_SRCS := $(wildcard runtime-probes/rt/*.c)
 RT_OBJS := $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -45,6 +46,15 @@ WORKLOAD_SEED_NOHOOK_OBJS := $(BUILD)/nohook/obj/runtime-probes/workloads/seed.o
 $(BUILD)/workload-seed-nohook: $(WORKLOAD_SEED_NOHOOK_OBJS) $(RT_NOHOOK_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The GC tests again on the no-hook variant: it must work (and link) with
+# no memprof at all.
+RT_GC_TEST_SRCS := tests/rt/test_gc.c tests/rt/test_custom_marshal.c tests/rt/test_threads.c
+RT_TEST_NOHOOK_BIN := $(BUILD)/nohook/tests/rt/test-rt
+TEST_BINS += $(RT_TEST_NOHOOK_BIN)
+$(RT_TEST_NOHOOK_BIN): $(RT_GC_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(RT_NOHOOK_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
+
 # Binaries that link the memprof core exist once the core's fragment does
 # (or when RT_MEMPROF_A names another build of it).
 ifneq ($(wildcard runtime-probes/core.mk)$(filter command line,$(origin RT_MEMPROF_A)),)
@@ -65,7 +75,6 @@ $(BUILD)/workload-seed: $(WORKLOAD_SEED_OBJS) $(RT_LIB) $(RT_MEMPROF_A)
 RT_TEST_SRCS := $(wildcard tests/rt/*.c)
 RT_TEST_BIN := $(BUILD)/tests/rt/test-rt
 RT_TEST_SAN_BIN := $(BUILD)/san/tests/rt/test-rt
-EXTRA_CFLAGS_tests/rt/ := -Iruntime-probes/rt
 TEST_BINS += $(RT_TEST_BIN) $(RT_TEST_SAN_BIN)
 
 $(RT_TEST_BIN): $(RT_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(RT_LIB) $(RT_MEMPROF_A)
