@@ -12,7 +12,8 @@
 /* A major collection every this many lists, to keep the heap small. */
 #define LISTS_PER_MAJOR_GC 16
 
-static void __attribute__((noinline)) allocate_lists(size_t len, size_t cnt)
+/* Exported: the callstack checks look its address range up. */
+__attribute__((noinline)) void allocate_lists(size_t len, size_t cnt)
 {
 	for (size_t j = 0; j < cnt; j++) {
 		rt_value accu = RT_UNIT, cell = RT_UNIT;
@@ -39,6 +40,8 @@ static void __attribute__((noinline)) allocate_lists(size_t len, size_t cnt)
 typedef struct distrib {
 	uint64_t samples;
 	unsigned bad;
+	unsigned bad_stack;
+	fn_range allocator;
 } distrib;
 
 static int count_minor(void *arg, const memprof_allocation *info, memprof_value *out)
@@ -46,6 +49,8 @@ static int count_minor(void *arg, const memprof_allocation *info, memprof_value 
 	distrib *d = arg;
 	if (info->size != CELL_WOSIZE || info->n_samples == 0 || info->source != MEMPROF_SRC_NORMAL)
 		d->bad++;
+	if (!harness_stack_has(info, d->allocator))
+		d->bad_stack++;
 	d->samples += info->n_samples;
 	*out = MEMPROF_NONE;
 	return 0;
@@ -62,13 +67,15 @@ static int count_major(void *arg, const memprof_allocation *info, memprof_value 
 
 static void check_distrib(size_t len, size_t cnt, double rate)
 {
-	distrib d = {0, 0};
+	distrib d = {0};
+	d.allocator = harness_fn_range((void *)allocate_lists);
 	memprof_tracker t = {.alloc_minor = count_minor, .alloc_major = count_major, .arg = &d};
 	memprof_set_seed(HARNESS_SEED);
 	cr_assert_eq(memprof_start(rate, HARNESS_CALLSTACK_SIZE, &t), 0);
 	allocate_lists(len, cnt);
 	cr_assert_eq(memprof_stop(), 0);
 	cr_assert_eq(d.bad, 0, "%u samples that are not list cells", d.bad);
+	cr_assert_eq(d.bad_stack, 0, "%u callstacks without allocate_lists", d.bad_stack);
 	char what[80];
 	snprintf(what, sizeof(what), "lists %zu x%zu at %g", len, cnt, rate);
 	harness_assert_binomial(what, d.samples, (double)len * cnt * (CELL_WOSIZE + 1), rate);
