@@ -55,11 +55,11 @@ int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len)
 
 	if (has_fn) {
 		size_t *held_one[1] = {ip};
+		struct held_set hs = {.idx = held_one, .n = 1, .prev = ts->held};
 		e->idx_ptr = ip;
 		ts->cb_stack = e->stack;
 		e->stack = NULL;
-		ts->held = held_one;
-		ts->n_held = 1;
+		ts->held = &hs;
 		pthread_mutex_unlock(&memprof_core.lock);
 
 		ts->in_callback = 1;
@@ -72,8 +72,7 @@ int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len)
 		ts->in_callback = 0;
 
 		pthread_mutex_lock(&memprof_core.lock);
-		ts->held = NULL;
-		ts->n_held = 0;
+		ts->held = hs.prev;
 		free(ts->cb_stack);
 		ts->cb_stack = NULL;
 		memprof_core.stats.callbacks++;
@@ -164,32 +163,33 @@ void memprof_thread_exit(void)
 {
 	struct thread_state *ts = &memprof_ts;
 
-	if (ts->n_held) {
+	if (ts->held) {
 		pthread_mutex_lock(&memprof_core.lock);
-		for (size_t k = 0; k < ts->n_held; k++) {
-			size_t i = *ts->held[k];
-			if (i == NO_INDEX)
-				continue;
-			struct entry *e = &memprof_core.tbl.t[i];
-			e->idx_ptr = NULL;
-			/* As if the callback had returned MEMPROF_NONE. */
-			entry_drop_profile(e);
-			e->data = MEMPROF_NONE;
-			if (e->unbound) {
-				/* Its block will never be allocated. */
-				e->unbound = 0;
-				e->block = 0;
-				entries_mark_dead(i);
-				entries_delete(i);
+		for (struct held_set *hs = ts->held; hs; hs = hs->prev) {
+			for (size_t k = 0; k < hs->n; k++) {
+				size_t i = *hs->idx[k];
+				if (i == NO_INDEX)
+					continue;
+				struct entry *e = &memprof_core.tbl.t[i];
+				e->idx_ptr = NULL;
+				/* As if the callback had returned MEMPROF_NONE. */
+				entry_drop_profile(e);
+				e->data = MEMPROF_NONE;
+				if (e->unbound) {
+					/* Its block will never be allocated. */
+					e->unbound = 0;
+					e->block = 0;
+					entries_mark_dead(i);
+					entries_delete(i);
+				}
+				entries_settle(i);
 			}
-			entries_settle(i);
 		}
 		pthread_mutex_unlock(&memprof_core.lock);
 	}
 	free(ts->cb_stack);
 	ts->cb_stack = NULL;
 	ts->held = NULL;
-	ts->n_held = 0;
 	ts->in_callback = 0;
 	ts->in_core = 0;
 	ts->seeded = 0;

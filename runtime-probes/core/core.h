@@ -43,16 +43,24 @@ extern struct core_state memprof_core;
 /* Index value meaning "no entry". */
 #define NO_INDEX SIZE_MAX
 
-/* ---- per-thread state (thread.c) ---- */
+/* ---- per-thread state (rng.c, callbacks.c) ---- */
+/* Entries a thread holds busy: the index variables it keeps them in.  Sets
+ * nest (a safe point reached inside memprof_track_young's reserve runs
+ * callbacks while the placeholders are held). */
+struct held_set {
+	size_t **idx;
+	size_t n;
+	struct held_set *prev;
+};
+
 struct thread_state {
-	uint64_t rng[4];     /* xoshiro256+ state */
-	int seeded;	     /* rng was initialised */
-	int in_callback;     /* a callback runs on this thread: no sampling */
-	size_t **held;	     /* index variables of the entries this thread pins */
-	size_t n_held;	     /* entries in held */
-	uintptr_t *cb_stack; /* call stack handed to the running alloc callback (owned) */
-	int in_core;	     /* inside memprof_track_malloc: nested calls (from the
-			      * core's own malloc) are not sampled */
+	uint64_t rng[4];       /* xoshiro256+ state */
+	int seeded;	       /* rng was initialised */
+	int in_callback;       /* a callback runs on this thread: no sampling */
+	struct held_set *held; /* innermost set of entries this thread holds busy */
+	uintptr_t *cb_stack;   /* call stack handed to the running alloc callback (owned) */
+	int in_core;	       /* inside memprof_track_malloc: nested calls (from the
+				* core's own malloc) are not sampled */
 };
 extern _Thread_local struct thread_state memprof_ts;
 

@@ -318,8 +318,8 @@ int memprof_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosiz
 		held[k] = &smp[k].idx;
 	}
 	pthread_mutex_unlock(&memprof_core.lock);
-	ts->held = held;
-	ts->n_held = n_smp;
+	struct held_set hs = {.idx = held, .n = n_smp, .prev = ts->held};
+	ts->held = &hs;
 
 	int err = 0;
 	for (size_t k = 0; k < n_smp && !err; k++)
@@ -343,8 +343,7 @@ int memprof_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosiz
 		*base_out = base;
 		trigger_draw(base, atomic_load_explicit(&young_start_seen, memory_order_relaxed));
 	}
-	ts->held = NULL;
-	ts->n_held = 0;
+	ts->held = hs.prev;
 	if (smp != local) {
 		free(smp);
 		free(held);

@@ -391,3 +391,40 @@ Test(malloc_host, concurrent_threads)
 	cr_assert_eq(memprof_debug_check(), 0);
 	cr_assert_eq(memprof_stop(), 0);
 }
+
+/* A safe point inside memprof_track_young's reserve runs a postponed
+ * callback that exits the thread: the placeholders held by the outer
+ * allocation are released too. */
+static void *exiting_nested_thread(void *arg)
+{
+	static const size_t one = 2;
+	uintptr_t base;
+	(void)arg;
+	memprof_track_major((memprof_value)0x9000, 4); /* alloc_major postponed */
+	toy_alloc(1, &one, &base);
+	return (void *)1;
+}
+
+Test(malloc_host, thread_exit_in_safe_point_inside_reserve)
+{
+	memprof_tracker t = {.alloc_major = exiting_alloc, .alloc_minor = ev_alloc_minor};
+	pthread_t th;
+	void *ret = (void *)2;
+
+	toy_init();
+	toy.safe_point_in_reserve = 1;
+	cr_assert_eq(memprof_start(1.0, 0, &t), 0);
+	cr_assert_eq(pthread_create(&th, NULL, exiting_nested_thread, NULL), 0);
+	pthread_join(th, &ret);
+	cr_assert_null(ret);
+	cr_assert_eq(lg.n, 1);
+	cr_assert_eq(lg.ev[0], 'a', "alloc_minor ran before reserve");
+	memprof_stats st;
+	memprof_get_stats(&st);
+	cr_assert_eq(st.tracked, 0, "the held placeholder went with the thread");
+	cr_assert_eq(memprof_debug_check(), 0);
+	toy_minor_gc();
+	memprof_major_update();
+	cr_assert_eq(memprof_debug_check(), 0);
+	cr_assert_eq(memprof_stop(), 0);
+}

@@ -80,6 +80,9 @@ static uintptr_t toy_reserve(void *ctx)
 {
 	struct toy_request *req = ctx;
 
+	if (toy.safe_point_in_reserve)
+		memprof_run_postponed();
+
 	if ((toy.young_ptr - toy.young_start) / WORD < req->words)
 		toy_minor_gc();
 	toy.young_ptr -= req->words * WORD;

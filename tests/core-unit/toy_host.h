@@ -23,6 +23,8 @@ struct toy_host {
 	/* major_is_dead answers this. */
 	int major_dead;
 	unsigned limit_updates, safe_point_requests;
+	/* reserve reaches a safe point (memprof_run_postponed) first. */
+	int safe_point_in_reserve;
 };
 extern struct toy_host toy;
 
