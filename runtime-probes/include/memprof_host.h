@@ -131,9 +131,18 @@ void memprof_major_update(void);
  */
 int memprof_track_malloc(memprof_value block, size_t words, size_t n_samples, int major,
 			 uint64_t *handle_out);
-/* The tracked block with this handle was freed. */
+/*
+ * The tracked block with this handle was freed.  Runs its dealloc callback
+ * now (if its previous callback still runs on another thread, that thread
+ * runs the dealloc right after it); the callback's error is dropped.  A
+ * handle of 0 or of a block already freed is ignored.
+ */
 void memprof_block_freed(uint64_t handle);
-/* End of a young epoch: every young tracked block still alive is promoted. */
+/*
+ * End of a young epoch: every young tracked block still alive is promoted.
+ * Runs the promote callbacks (and anything else pending) now; errors are
+ * dropped.
+ */
 void memprof_epoch_end(void);
 /* Per-thread draws for hosts that count down bytes/words themselves. */
 double memprof_current_rate(void); /* 0 when not sampling */

@@ -61,3 +61,23 @@ Test(api, start_stop_legal_inside_callback)
 	memprof_get_stats(&st);
 	cr_expect_eq(st.tracked, 0);
 }
+
+Test(api, null_tracker_tracks_nothing)
+{
+	uint64_t handle = 1;
+	memprof_tracker empty = {0};
+
+	cr_assert_eq(memprof_start(1.0, 0, NULL), 0);
+	cr_assert_eq(memprof_track_malloc(0x1000, 4, 1, 0, &handle), 0);
+	cr_expect_eq(handle, 0, "alloc of a NULL tracker returns NONE");
+	cr_assert_eq(memprof_stop(), 0);
+	cr_assert_eq(memprof_start(1.0, 0, &empty), 0);
+	memprof_track_major(0x2000, 3);
+	cr_assert_eq(memprof_run_postponed(), 0);
+	memprof_stats st;
+	memprof_get_stats(&st);
+	cr_expect_eq(st.samples, 2);
+	cr_expect_eq(st.tracked, 0);
+	cr_expect_eq(st.callbacks, 0);
+	cr_assert_eq(memprof_stop(), 0);
+}

@@ -10,6 +10,7 @@
 #include "memprof.h"
 #include "memprof_host.h"
 #include "memprof_probe_abi.h"
+#include "memprof_probes.h"
 #include "toy_host.h"
 #include "usdt_uprobe.h"
 
@@ -155,4 +156,15 @@ Test(attach, tracer_sees_the_in_process_profile)
 	probes_close(&p);
 	cr_assert_eq(memprof_run_postponed(), 0);
 	cr_assert_eq(memprof_probe_control.flags, 0);
+}
+
+Test(attach, gc_probe_fires_only_while_attached)
+{
+	memprof_probe_gc(MEMPROF_PROBE_GC_MINOR_START, 1, 2);
+	int fd = usdt_uprobe_open("gc");
+	cr_assert(fd >= 0);
+	memprof_probe_gc(MEMPROF_PROBE_GC_MINOR_START, 1, 2);
+	memprof_probe_gc(MEMPROF_PROBE_GC_MINOR_END, 1, 2);
+	cr_assert_eq(usdt_uprobe_count(fd), 2);
+	close(fd);
 }
