@@ -17,8 +17,7 @@ union finalizer_word {
 	rt_value word;
 };
 
-int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data),
-		    rt_value *out)
+int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data), rt_value *out)
 {
 	size_t wosize = RT_CUSTOM_WOSIZE;
 	union finalizer_word fin = {.word = 0};

@@ -15,7 +15,6 @@ struct rt_major_block {
 	rt_value fields[];
 };
 
-
 rt_value rt_major_alloc_raw(size_t wosize, unsigned tag)
 {
 	struct rt_major_block *b;

@@ -136,7 +136,7 @@ static int get(struct reader *r, void *dst, size_t n)
 struct item {
 	unsigned char kind;
 	unsigned char tag;
-	uint64_t word; /* the integer, or the wosize of a block */
+	uint64_t word;		  /* the integer, or the wosize of a block */
 	const unsigned char *raw; /* the words of a no-scan block */
 };
 
@@ -217,7 +217,8 @@ static int fill_blocks(struct reader r, const rt_value *blocks, rt_value *root)
 			else if (rt_vec_push(&open, b) || rt_vec_push(&open, 0))
 				err = ENOMEM;
 		}
-		while (open.len > 0 && open.items[open.len - 1] == rt_wosize(open.items[open.len - 2]))
+		while (open.len > 0 &&
+		       open.items[open.len - 1] == rt_wosize(open.items[open.len - 2]))
 			open.len -= 2;
 	} while (!err && open.len > 0);
 	rt_vec_free(&open);

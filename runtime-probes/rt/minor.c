@@ -219,7 +219,7 @@ static void oldify(uintptr_t *root, void *ctx)
 	rt.stats.promoted_words += wosize + 1;
 	if (RT_HDR_TAG(hdr) == RT_CUSTOM_TAG)
 		rt.custom_pressure_words +=
-			(size_t)RT_INT_VAL(RT_FIELDS(v)[RT_CUSTOM_MEM_FIELD]) / RT_WORD;
+		    (size_t)RT_INT_VAL(RT_FIELDS(v)[RT_CUSTOM_MEM_FIELD]) / RT_WORD;
 	RT_HDR(v) = RT_FORWARDED;
 	RT_FIELDS(v)[0] = copy;
 	*root = copy;

@@ -21,7 +21,7 @@
  * address (forwarding pointer).  Real headers are never 0 (wosize >= 1).
  */
 #define RT_HDR(v) (((uintptr_t *)(v))[-1])
-#define RT_MAKE_HDR(wosize, color, tag) \
+#define RT_MAKE_HDR(wosize, color, tag)                                                            \
 	(((uintptr_t)(wosize) << 10) | ((uintptr_t)(color) << 8) | (uintptr_t)(tag))
 #define RT_HDR_WOSIZE(h) ((size_t)((h) >> 10))
 #define RT_HDR_TAG(h) ((unsigned)((h)&0xffu))
@@ -57,8 +57,8 @@ void rt_vec_free(struct rt_vec *v);
 struct rt_thread {
 	pthread_t tid;
 	struct rt_thread *next; /* list of registered threads */
-	struct rt_vec roots;    /* addresses of rooted C variables */
-	struct rt_vec frames;   /* number of roots in each pushed frame */
+	struct rt_vec roots;	/* addresses of rooted C variables */
+	struct rt_vec frames;	/* number of roots in each pushed frame */
 	void *(*fn)(void *arg);
 	void *arg;
 	int is_main;
@@ -72,9 +72,9 @@ struct rt_state {
 	uintptr_t young_start;
 	uintptr_t young_end;
 	uintptr_t young_ptr;
-	uintptr_t young_limit;   /* atomic: request_safe_point may write it */
-	uintptr_t young_trigger; /* memprof's next sampled word */
-	int safe_point_requested; /* atomic */
+	uintptr_t young_limit;	     /* atomic: request_safe_point may write it */
+	uintptr_t young_trigger;     /* memprof's next sampled word */
+	int safe_point_requested;    /* atomic */
 	struct rt_vec ref_table;     /* major fields that may hold young values */
 	struct rt_vec young_customs; /* custom blocks allocated young */
 	/* Major heap: every block is a malloc'ed rt_major_block. */
@@ -99,10 +99,10 @@ static inline int rt_is_young_value(rt_value v)
 }
 
 /* runtime.c */
-void rt_update_young_limit(void);  /* limit = max(gc, memprof trigger), or a safe point */
-void rt_renew_minor_sample(void);  /* fresh trigger, then the limit */
+void rt_update_young_limit(void); /* limit = max(gc, memprof trigger), or a safe point */
+void rt_renew_minor_sample(void); /* fresh trigger, then the limit */
 void rt_request_safe_point(void);
-int rt_safe_point(void);           /* run postponed callbacks, return the error */
+int rt_safe_point(void); /* run postponed callbacks, return the error */
 
 /* minor.c */
 int rt_minor_init(size_t words);

@@ -38,8 +38,7 @@ static inline int rt_mp_sampling_here(void)
 }
 
 static inline int rt_mp_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosizes,
-				    uintptr_t (*reserve)(void *ctx), void *ctx,
-				    uintptr_t *base_out)
+				    uintptr_t (*reserve)(void *ctx), void *ctx, uintptr_t *base_out)
 {
 	return memprof_track_young(young_ptr, nallocs, wosizes, reserve, ctx, base_out);
 }
@@ -112,8 +111,7 @@ static inline int rt_mp_sampling_here(void)
 }
 
 static inline int rt_mp_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosizes,
-				    uintptr_t (*reserve)(void *ctx), void *ctx,
-				    uintptr_t *base_out)
+				    uintptr_t (*reserve)(void *ctx), void *ctx, uintptr_t *base_out)
 {
 	(void)young_ptr, (void)nallocs, (void)wosizes;
 	*base_out = reserve(ctx);
@@ -171,10 +169,10 @@ static inline void rt_mp_thread_exit(void)
 /* The gc timeline probe (memprof:gc), phase one of MEMPROF_PROBE_GC_*. */
 #if RT_WITH_MEMPROF
 #include "memprof_probes.h"
-#define rt_probe_gc(phase, minor_bytes, major_bytes) \
+#define rt_probe_gc(phase, minor_bytes, major_bytes)                                               \
 	memprof_probe_gc((phase), (minor_bytes), (major_bytes))
 #else
-#define rt_probe_gc(phase, minor_bytes, major_bytes) \
+#define rt_probe_gc(phase, minor_bytes, major_bytes)                                               \
 	((void)(phase), (void)(minor_bytes), (void)(major_bytes))
 #endif
 

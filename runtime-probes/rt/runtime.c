@@ -105,12 +105,12 @@ static int host_major_is_dead(memprof_value v)
 }
 
 static const memprof_host_ops rt_host_ops = {
-	.is_young = host_is_young,
-	.young_survived = host_young_survived,
-	.major_is_dead = host_major_is_dead,
-	.update_young_limit = rt_renew_minor_sample,
-	.request_safe_point = rt_request_safe_point,
-	.capture_callstack = NULL, /* the core's DWARF unwinder */
+    .is_young = host_is_young,
+    .young_survived = host_young_survived,
+    .major_is_dead = host_major_is_dead,
+    .update_young_limit = rt_renew_minor_sample,
+    .request_safe_point = rt_request_safe_point,
+    .capture_callstack = NULL, /* the core's DWARF unwinder */
 };
 
 void rt_memprof_install(void)
@@ -126,8 +126,8 @@ void rt_memprof_install(void)
 
 int rt_init(const rt_config *config)
 {
-	size_t words = config && config->minor_heap_words ? config->minor_heap_words
-							  : RT_DEFAULT_MINOR_WORDS;
+	size_t words =
+	    config && config->minor_heap_words ? config->minor_heap_words : RT_DEFAULT_MINOR_WORDS;
 	int err;
 
 	if (rt.initialized)

@@ -90,10 +90,10 @@ static int start_profile(const struct seed_options *o)
 {
 	static int tracked;
 	memprof_tracker t = {
-		.alloc_minor = on_alloc,
-		.alloc_major = on_alloc,
-		.promote = on_promote,
-		.arg = &tracked,
+	    .alloc_minor = on_alloc,
+	    .alloc_major = on_alloc,
+	    .promote = on_promote,
+	    .arg = &tracked,
 	};
 
 	tracked = (int)o->tracked;

@@ -60,8 +60,7 @@
 enum site { SHORT, MEDIUM, LONG, MAJOR, CUSTOM, N_SITES };
 
 static const char *const site_names[N_SITES] = {
-	"site_short_lived", "site_medium_lived", "site_long_lived",
-	"site_major_blocks", "site_custom",
+    "site_short_lived", "site_medium_lived", "site_long_lived", "site_major_blocks", "site_custom",
 };
 
 static uint64_t site_words[N_SITES];
@@ -210,19 +209,19 @@ static int count_dealloc(void *arg, memprof_value data)
 }
 
 static const memprof_tracker counting_tracker = {
-	.alloc_minor = count_alloc_minor,
-	.alloc_major = count_alloc_major,
-	.promote = count_promote,
-	.dealloc_minor = count_dealloc,
-	.dealloc_major = count_dealloc,
+    .alloc_minor = count_alloc_minor,
+    .alloc_major = count_alloc_major,
+    .promote = count_promote,
+    .dealloc_minor = count_dealloc,
+    .dealloc_major = count_dealloc,
 };
 
 /* ---- Main ---- */
 
 struct sites_options {
-	double seconds; /* 0: until a signal */
+	double seconds;	     /* 0: until a signal */
 	uint64_t iterations; /* 0: no limit */
-	double rate;    /* 0: no in-process profile */
+	double rate;	     /* 0: no in-process profile */
 	const char *ready_file;
 };
 
@@ -275,7 +274,7 @@ static double now(void)
 static int setup_rings(void)
 {
 	static const size_t ring_len[N_SITES] = {0, MEDIUM_RING, LONG_RING, MAJOR_RING,
-						  CUSTOM_RING};
+						 CUSTOM_RING};
 
 	for (int s = 0; s < N_SITES; s++) {
 		rings[s] = RT_UNIT;

@@ -198,7 +198,8 @@ Test(rt_sampling, workload_sites_estimate)
 
 	cr_assert_not_null(p);
 	while (fgets(line, sizeof(line), p)) {
-		if (sscanf(line, "site %63s words %llu live_words %llu", name, &words, &live) == 3) {
+		if (sscanf(line, "site %63s words %llu live_words %llu", name, &words, &live) ==
+		    3) {
 			cr_assert_leq(live, words, "%s", name);
 			total += words;
 			sites++;

@@ -72,11 +72,13 @@ Test(rt_threads, workers_with_blocking_sections)
 		cr_assert_eq(rt_thread_create(&t[i], worker, (void *)i), 0);
 	for (int i = 0; i < N_THREADS; i++) {
 		cr_assert_eq(rt_thread_join(t[i], &ret), 0);
-		cr_assert_eq((intptr_t)ret, CELLS, "thread %d returned %ld", i, (long)(intptr_t)ret);
+		cr_assert_eq((intptr_t)ret, CELLS, "thread %d returned %ld", i,
+			     (long)(intptr_t)ret);
 	}
 	rt_major_gc();
 	for (size_t i = 0; i < N_THREADS; i++)
-		cr_assert_eq(rt_tag(rt_field(shared, i)), i, "last list published by thread %zu", i);
+		cr_assert_eq(rt_tag(rt_field(shared, i)), i, "last list published by thread %zu",
+			     i);
 	rt_get_stats(&st);
 	cr_assert_gt(st.minor_collections, N_THREADS * 2 * CELLS * 3 / 8192 / 2);
 	rt_unregister_global(&shared);
