@@ -11,6 +11,8 @@
 /* Frames of the core above the host: callstack_capture itself and the
  * exported function that called it. */
 #define CORE_FRAMES 2
+/* Deepest stack captured, whatever callstack_size a profile asked for. */
+#define CALLSTACK_MAX_FRAMES 4096
 
 struct unwind_walk {
 	uintptr_t *buf;
@@ -66,6 +68,8 @@ void stack_buf_init(struct stack_buf *sb)
 	sb->buf = sb->local;
 	sb->len = 0;
 	sb->want = callstack_wanted();
+	if (sb->want > CALLSTACK_MAX_FRAMES)
+		sb->want = CALLSTACK_MAX_FRAMES;
 	if (sb->want > MEMPROF_PROBE_MAX_STACK) {
 		sb->buf = malloc(sb->want * sizeof(uintptr_t));
 		if (!sb->buf) {

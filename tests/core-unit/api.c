@@ -81,3 +81,24 @@ Test(api, null_tracker_tracks_nothing)
 	cr_expect_eq(st.callbacks, 0);
 	cr_assert_eq(memprof_stop(), 0);
 }
+
+static size_t deep_len;
+static int deep_alloc(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	deep_len = info->callstack_len;
+	*out = MEMPROF_NONE;
+	return 0;
+}
+
+Test(api, huge_callstack_size_is_capped)
+{
+	memprof_tracker t = {.alloc_major = deep_alloc};
+	uint64_t handle;
+
+	cr_assert_eq(memprof_start(1.0, SIZE_MAX, &t), 0);
+	cr_assert_eq(memprof_track_malloc(0x1000, 4, 1, 1, &handle), 0);
+	cr_expect_gt(deep_len, 0);
+	cr_expect_lt(deep_len, 4096);
+	cr_assert_eq(memprof_stop(), 0);
+}
