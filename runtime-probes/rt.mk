@@ -76,6 +76,9 @@ RT_TEST_SRCS := $(wildcard tests/rt/*.c)
 RT_TEST_BIN := $(BUILD)/tests/rt/test-rt
 RT_TEST_SAN_BIN := $(BUILD)/san/tests/rt/test-rt
 TEST_BINS += $(RT_TEST_BIN) $(RT_TEST_SAN_BIN)
+# tests/rt/test_workloads.c runs the workload binaries.
+RT_WORKLOADS := $(BUILD)/workload-sites $(BUILD)/workload-seed $(BUILD)/workload-seed-nohook
+$(RT_TEST_BIN) $(RT_TEST_SAN_BIN): | $(RT_WORKLOADS)
 
 $(RT_TEST_BIN): $(RT_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(RT_LIB) $(RT_MEMPROF_A)
 	@mkdir -p $(@D)

@@ -1,0 +1,145 @@
+/*
+ * The bundled workloads as programs: they print their truth, stop cleanly
+ * on SIGTERM, write the ready file, and reject bad options with one line on
+ * stderr and a non-zero exit.  Run from the repository root (make test).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+
+#define READY_POLL_US 10000
+#define READY_POLLS 3000 /* a deadlock guard, not a timing assumption */
+
+struct run {
+	int status;
+	char out[4096];
+	char err[1024];
+};
+
+/* Run a shell command line, capturing its stdout and stderr. */
+static void run(const char *cmd, struct run *r)
+{
+	char line[512];
+	FILE *p;
+	size_t n;
+
+	snprintf(line, sizeof(line), "%s 2>/tmp/rt-workload-test.err.%d", cmd, (int)getpid());
+	p = popen(line, "r");
+	cr_assert_not_null(p);
+	n = fread(r->out, 1, sizeof(r->out) - 1, p);
+	r->out[n] = '\0';
+	r->status = pclose(p);
+	snprintf(line, sizeof(line), "/tmp/rt-workload-test.err.%d", (int)getpid());
+	p = fopen(line, "r");
+	cr_assert_not_null(p);
+	n = fread(r->err, 1, sizeof(r->err) - 1, p);
+	r->err[n] = '\0';
+	fclose(p);
+	unlink(line);
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+Test(rt_workloads, sites_prints_exact_truth)
+{
+	struct run r;
+	unsigned long long words, live;
+	char name[64];
+	const char *line;
+	int sites = 0;
+
+	run("./build/workload-sites --iterations 4096", &r);
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "rounds 4096\n"));
+	/* 4096 rounds: the counts follow from the header comment exactly. */
+	cr_assert(strstr(r.out, "site site_short_lived words 327680 live_words 0\n"));
+	cr_assert(strstr(r.out, "site site_medium_lived words 73728 live_words 73728\n"));
+	cr_assert(strstr(r.out, "site site_long_lived words 17408 live_words 17408\n"));
+	cr_assert(strstr(r.out, "site site_major_blocks words 128128 live_words 16016\n"));
+	cr_assert(strstr(r.out, "site site_custom words 133120 live_words 16640\n"));
+	for (line = r.out; line; line = strchr(line, '\n')) {
+		line += *line == '\n';
+		if (sscanf(line, "site %63s words %llu live_words %llu", name, &words, &live) == 3)
+			sites++;
+	}
+	cr_assert_eq(sites, 5);
+}
+
+Test(rt_workloads, sites_stops_on_sigterm_after_ready_file)
+{
+	char ready[64], pidbuf[32] = "";
+	struct stat st;
+	FILE *f;
+	pid_t pid;
+	int status, polls = 0;
+
+	snprintf(ready, sizeof(ready), "/tmp/rt-workload-ready.%d", (int)getpid());
+	unlink(ready);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		freopen("/dev/null", "w", stdout);
+		execl("./build/workload-sites", "workload-sites", "--ready-file", ready,
+		      (char *)NULL);
+		_exit(127);
+	}
+	while (stat(ready, &st) != 0 && polls++ < READY_POLLS)
+		usleep(READY_POLL_US);
+	cr_assert_lt(polls, READY_POLLS, "no ready file");
+	f = fopen(ready, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(pidbuf, sizeof(pidbuf), f));
+	fclose(f);
+	unlink(ready);
+	cr_assert_eq(atoi(pidbuf), pid);
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+}
+
+Test(rt_workloads, seed_kinds_and_variants)
+{
+	struct run r;
+
+	run("./build/workload-seed --kind long --iterations 1500000 --rate 0.001 --tracked 1", &r);
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "kind long tracked 1"));
+	run("./build/workload-seed --kind short --iterations 100000", &r);
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	run("./build/workload-seed-nohook --kind long --iterations 1500000", &r);
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "major_gcs"));
+}
+
+Test(rt_workloads, bad_options_one_line)
+{
+	static const char *const cmds[] = {
+		"./build/workload-sites --rate 2",
+		"./build/workload-sites --iterations x",
+		"./build/workload-sites --seconds",
+		"./build/workload-sites --nope 1",
+		"./build/workload-seed --kind medium",
+		"./build/workload-seed --tracked 2",
+		"./build/workload-seed-nohook --rate 0.1",
+	};
+	struct run r;
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		run(cmds[i], &r);
+		cr_assert_neq(r.status, 0, "%s", cmds[i]);
+		cr_assert_eq(count_lines(r.err), 1, "%s printed: %s", cmds[i], r.err);
+		cr_assert_str_empty(r.out, "%s", cmds[i]);
+	}
+}
