@@ -36,6 +36,9 @@ $(BUILD)/tests/core-san/test_%: $(BUILD)/san/obj/tests/core/test_%.o \
 	$(CC) $(SAN) -rdynamic -o $@.$$$$.tmp $< $(TESTS_CORE_SAN_HELPER_OBJS) \
 		$(call TESTS_CORE_LDLIBS,$(TESTS_CORE_SAN_LIBS)) && mv -f $@.$$$$.tmp $@
 
+# Keep the objects (they are intermediate files of the pattern rules).
+.SECONDARY: $(TESTS_CORE_SRCS:%.c=$(BUILD)/obj/%.o) $(TESTS_CORE_SRCS:%.c=$(BUILD)/san/obj/%.o)
+
 # The scenarios link against the core and the runtime: build them only once
 # both fragments exist.
 ifneq ($(and $(wildcard runtime-probes/core.mk),$(wildcard runtime-probes/rt.mk)),)
