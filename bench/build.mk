@@ -13,7 +13,10 @@ BENCH_PACKAGES := bpftrace bpfcc-tools heaptrack libjemalloc2 libjemalloc-dev \
 EXTRA_CFLAGS_bench/ := -fno-omit-frame-pointer
 
 BENCH_TOOLS := $(BENCH_BIN)/mallocmix $(BENCH_BIN)/probeloop
-ALL_TARGETS += $(BENCH_TOOLS)
+# gcscale links the reference runtime and the core (rt.mk, core.mk).
+BENCH_RT_TOOLS := $(BENCH_BIN)/gcscale
+ALL_TARGETS += $(BENCH_TOOLS) $(BENCH_RT_TOOLS)
+BENCH_DEPS += $(BENCH_RT_TOOLS)
 
 $(BENCH_BIN)/mallocmix: $(BUILD)/obj/bench/mallocmix.o
 	@mkdir -p $(@D)
@@ -22,6 +25,10 @@ $(BENCH_BIN)/mallocmix: $(BUILD)/obj/bench/mallocmix.o
 $(BENCH_BIN)/probeloop: $(BUILD)/obj/bench/probeloop.o
 	@mkdir -p $(@D)
 	$(CC) $^ -o $@
+
+$(BENCH_BIN)/gcscale: $(BUILD)/obj/bench/gcscale.o $(BUILD)/librt.a $(BUILD)/libmemprof.a
+	@mkdir -p $(@D)
+	$(CC) $^ -o $@ $(MEMPROF_LIBS) $(LDLIBS)
 
 .PHONY: bench bench-tools
 bench-tools: $(BENCH_TOOLS)

@@ -34,6 +34,8 @@ enum { DEFAULT_ITERATIONS = 300000 };
 enum { KEEP_RING_SLOTS = 4096 };    /* medium blocks outlive 4096 medium allocations */
 enum { BUFFER_RING_SLOTS = 16384 }; /* buffers outlive 16384 buffer allocations */
 enum { WAIT_TRACER_POLL_US = 1000 };
+/* The preload polls for a tracer every so many allocated bytes. */
+enum { WAIT_TRACER_BLOCK_BYTES = 64 * 1024 };
 enum { DEFAULT_WAIT_TRACER_S = 60 };
 
 enum site_id { SITE_TINY, SITE_SMALL, SITE_MEDIUM, SITE_LARGE, SITE_BUFFER, SITE_COUNT };
@@ -200,7 +202,9 @@ static int wait_for_tracer(unsigned timeout_s)
 			fprintf(stderr, "mallocmix: no tracer attached within %u s\n", timeout_s);
 			return -1;
 		}
-		free(malloc(64));
+		void *volatile p = malloc(WAIT_TRACER_BLOCK_BYTES);
+
+		free(p);
 		usleep(WAIT_TRACER_POLL_US);
 	}
 	return 0;

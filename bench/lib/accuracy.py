@@ -3,10 +3,13 @@
 
 usage: accuracy.py sites WORKLOAD_OUT
            the site names, largest exact bytes first, one per line
-       accuracy.py TOOL TOOL_OUT WORKLOAD_OUT
+       accuracy.py TOOL TOOL_OUT WORKLOAD_OUT [RATE]
            one markdown fragment: "metric | r1 | r2 | ..." where r is the
            tool's estimate / the exact figure for each site (sites in the
-           order of `sites`), or "not available: <reason>"
+           order of `sites`), or "not available: <reason>".  With RATE (a
+           per-word Poisson sampling rate) each ratio is followed by its
+           distance from 1 in standard deviations, sd = 8*sqrt(words/RATE)
+           bytes for a site of `words` 8-byte words.
 
 TOOL and what is compared:
   bpftrace   bytes requested, summed over @bytes[ustack] stacks
@@ -14,7 +17,7 @@ TOOL and what is compared:
   heaptrack  allocation calls, from heaptrack_print's folded stacks
   jemalloc   bytes allocated, jeprof --alloc_space cumulative per function
              (jemalloc counts size-class bytes, not requested bytes)
-  memprof    bytes allocated, memprof-bpf's report (see parse_memprof)
+  memprof    bytes allocated, memprof-bpf's folded stacks (alloc view)
 """
 import re
 import sys
@@ -91,23 +94,11 @@ def parse_jemalloc(text, sites):
 
 
 def parse_memprof(text, sites):
-    """memprof-bpf's report: any line naming a site with a byte figure,
-    "<bytes> ... <frames naming the site>" or "site ... bytes N".  The
-    estimate for a site is the sum of the allocated-bytes figures of the
-    stacks that name it."""
-    est = {s: 0 for s in sites}
-    found = False
-    for block in re.split(r"\n\s*\n", text):
-        s = site_of_frames(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", block), sites)
-        if not s:
-            continue
-        m = re.search(r"(?:alloc(?:ated)?_bytes|bytes)[ =:]+(\d+)", block) or \
-            re.search(r"^\s*(\d+)", block, re.M)
-        if m:
-            est[s] += int(m.group(1))
-            found = True
-    if not found:
-        raise ValueError("no per-site bytes in memprof-bpf's report")
+    """memprof-bpf's report: folded stacks ("frame;frame;... BYTES"),
+    weighted in estimated bytes (the alloc view)."""
+    est, _ = parse_heaptrack(text, sites)
+    if not any(est.values()):
+        raise ValueError("no site in memprof-bpf's folded stacks")
     return est, "bytes"
 
 
@@ -123,9 +114,10 @@ def main():
         for s in sorted(sites, key=lambda s: -sites[s]["bytes"]):
             print(s)
         return
-    if len(sys.argv) != 4 or sys.argv[1] not in PARSERS:
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in PARSERS:
         sys.exit(__doc__)
-    tool, tool_out, workload_out = sys.argv[1:]
+    tool, tool_out, workload_out = sys.argv[1:4]
+    rate = float(sys.argv[4]) if len(sys.argv) == 5 else None
     try:
         sites = exact_totals(workload_out)
         with open(tool_out, errors="replace") as f:
@@ -141,7 +133,11 @@ def main():
         if exact == 0:
             cells.append("-" if est[s] == 0 else f"{est[s]} vs 0")
         else:
-            cells.append(f"{est[s] / exact:.2f}")
+            cell = f"{est[s] / exact:.2f}"
+            if rate:
+                sd = 8 * (exact / 8 / rate) ** 0.5
+                cell += f" ({(est[s] - exact) / sd:+.1f} sd)"
+            cells.append(cell)
     print(f"{metric} | " + " | ".join(cells))
 
 

@@ -3,8 +3,10 @@
 
 usage: attach_run.py [--loader PATH --rate R [--duration S] [--out FILE]]
                      [--stop-until-attached] [--probe-object PATH]
-                     [--preload LIB] -- COMMAND ARGS...
+                     [--preload LIB] [--bpf-maps FILE] -- COMMAND ARGS...
 
+--bpf-maps FILE: once attached (with --stop-until-attached), save
+`bpftool -j map show` for the loader's maps (JSON list) to FILE.
 --preload LIB: LD_PRELOAD for the target only; LIB is then the probe object.
 Without --loader the target simply runs (the detached baseline, measured
 the same way).  With --loader, the loader attaches to the target's pid.
@@ -53,7 +55,8 @@ def readelf(args, path):
         return subprocess.run(["readelf", "-W"] + args + [path], capture_output=True,
                               text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
-        fail(f"readelf {' '.join(args)} {path}: {e}")
+        detail = getattr(e, "stderr", "") or ""
+        fail(f"readelf {' '.join(args)} {path}: {e} {detail.strip()[:200]}")
 
 
 def first_load_vaddr(path):
@@ -126,19 +129,52 @@ def proc_rss_kb(pid):
     return None
 
 
+def bpf_maps():
+    import json
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out)
+
+
+def max_map_id():
+    try:
+        return max([m["id"] for m in bpf_maps()], default=0)
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return None
+
+
+def save_loader_maps(after_id, path):
+    """The BPF maps created since map id after_id (the loader's: bpftool
+    here cannot name a map's owner), one per name, as bpftool shows them."""
+    import json
+    try:
+        if after_id is None:
+            raise ValueError("bpftool map show failed before attaching")
+        maps = {}
+        for m in sorted(bpf_maps(), key=lambda m: m["id"]):
+            if m["id"] > after_id and m.get("name") not in maps:
+                maps[m.get("name")] = m
+        maps = list(maps.values())
+    except (OSError, subprocess.CalledProcessError, ValueError) as e:
+        maps = {"error": str(e)}
+    with open(path, "w") as f:
+        json.dump(maps, f)
+
+
 def main():
     argv = sys.argv[1:]
     if "--" not in argv:
         fail("usage: attach_run.py [options] -- COMMAND ARGS...")
     sep = argv.index("--")
     opts, cmd = argv[:sep], argv[sep + 1:]
-    loader = rate = out = probe_object = preload = None
+    loader = rate = out = probe_object = preload = maps_file = None
     duration = "3600"
     stop_until_attached = False
     i = 0
     while i < len(opts):
         o = opts[i]
-        if o in ("--loader", "--rate", "--duration", "--out", "--probe-object", "--preload"):
+        if o in ("--loader", "--rate", "--duration", "--out", "--probe-object", "--preload",
+                 "--bpf-maps"):
             if i + 1 >= len(opts):
                 fail(f"{o} needs a value")
             v = opts[i + 1]
@@ -152,6 +188,8 @@ def main():
                 out = v
             elif o == "--preload":
                 preload = v
+            elif o == "--bpf-maps":
+                maps_file = v
             else:
                 probe_object = v
             i += 2
@@ -182,6 +220,7 @@ def main():
     if stop_until_attached:
         os.kill(pid, signal.SIGSTOP)
     t0 = time.monotonic()
+    first_map_id = max_map_id() if maps_file else None
     if loader:
         largs = [loader, "attach", str(pid), "-d", duration, "--rate", rate]
         if out:
@@ -205,6 +244,8 @@ def main():
                     err = lp.stderr.read().strip().splitlines() if lp.poll() is not None else []
                     fail("loader did not attach: " + (err[-1] if err else "semaphore never rose"))
                 time.sleep(POLL_S)
+        if loader and maps_file:
+            save_loader_maps(first_map_id, maps_file)
         os.kill(pid, signal.SIGCONT)
         t0 = time.monotonic()
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make bench: measure, write bench/results/latest.md, print it.
+#
+# Every figure is a ratio (or a difference) between configurations run side
+# by side in one session: interleaved rounds (bench/lib/abrun.py), the median
+# of at least 5 rounds, with the range of the per-round figures.  Exact
+# per-operation costs are callgrind instruction counts.  Nothing here passes
+# or fails: a figure that cannot be measured says "not available: <reason>".
+#
+# BENCH_QUICK=1: a fast smoke run (3 rounds, smaller iteration counts);
+# its figures are marked as such and are not for quoting.
+# BENCH_TABLES="1 3": run only some tables.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib/common.sh
+
+export BENCH_QUICK=${BENCH_QUICK:-0}
+if [ "$BENCH_QUICK" = 1 ]; then
+	export REPS=3
+else
+	export REPS=5
+fi
+export BUILD=build
+export WORK=$BUILD/bench/work
+rm -rf "$WORK"
+mkdir -p "$WORK" bench/results
+out=$WORK/latest.md
+
+tables=${BENCH_TABLES:-1 2 3 4}
+cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+{
+	echo "# memprof-bpf benchmarks"
+	echo
+	echo "| machine | |"
+	echo "|---|---|"
+	echo "| date (UTC) | $(date -u '+%Y-%m-%d %H:%M') |"
+	echo "| nproc | $(nproc) |"
+	echo "| CPU | ${cpu:-unknown} |"
+	echo "| kernel | $(uname -r) |"
+	echo "| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)') |"
+	echo "| mode | $([ "$BENCH_QUICK" = 1 ] && echo 'BENCH_QUICK=1: smoke run, 3 rounds, small iteration counts; not for quoting' || echo 'full') |"
+	echo
+	echo "**Method.** Every figure compares configurations measured side by side in this one run:"
+	echo "each round runs every configuration of a table once (the order alternates A B C ... C B A"
+	echo "between rounds to cancel drift), $REPS rounds; a ratio is the median of the per-round ratios,"
+	echo "with their range in parentheses. Times are wall-clock times of the whole process unless a"
+	echo "row says otherwise (for traced runs: the target's own work phase, so tracer start-up is"
+	echo "excluded). Exact per-operation costs are valgrind callgrind instruction counts (Ir), which"
+	echo "do not depend on machine noise. No figure here is a pass/fail test."
+	echo
+} >"$out"
+
+for t in $tables; do
+	script=$(ls bench/tables/t$t-*.sh 2>/dev/null | head -n 1)
+	if [ -z "$script" ]; then
+		log "no script for table $t"
+		continue
+	fi
+	log "table $t: $script"
+	part=$WORK/table$t.md
+	if ! bash "$script" >"$part"; then
+		echo "(table $t stopped early: $(basename "$script") failed; figures above are what it measured)" >>"$part"
+	fi
+	cat "$part" >>"$out"
+	echo >>"$out"
+done
+
+cp "$out" bench/results/latest.md
+cat bench/results/latest.md

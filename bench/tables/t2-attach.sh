@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Table 2: attached vs detached.  The memprof USDT probes feeding BPF maps
+# through build/memprof-bpf, on the reference runtime and on a malloc
+# workload under the preload host; and the price of a detached probe site.
+set -uo pipefail
+. bench/lib/common.sh
+S="python3 bench/lib/summarize.py"
+RATES="1e-5 1e-4 1e-3"
+SEED=$BUILD/workload-seed
+LOADER=$BUILD/memprof-bpf
+PRELOAD=$BUILD/libmemprof-preload.so
+MM=$BUILD/bench/mallocmix
+AR="python3 bench/lib/attach_run.py"
+
+if [ "$BENCH_QUICK" = 1 ]; then
+	RT_N=5000000 MM_N=200000 LOOP_N=1000000
+else
+	RT_N=30000000 MM_N=1000000 LOOP_N=10000000
+fi
+
+missing() { # files...: the reason the first one is unusable, or nothing
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] || { echo "$f is not built"; return; }
+	done
+}
+
+# ---- rt under attach ----
+rt_missing=$(missing "$SEED" "$LOADER")
+spec=$WORK/t2-rt.spec
+{
+	printf 'detached\t%s --stop-until-attached -- %s --kind short --tracked 0 --rate 0 --iterations %s\n' \
+		"$AR" "$SEED" $RT_N
+	for r in $RATES; do
+		printf 'attached-%s\t%s --loader %s --rate %s --out %s --stop-until-attached -- %s --kind short --tracked 0 --rate 0 --iterations %s\n' \
+			$r "$AR" "$LOADER" $r "$WORK/t2-rt-$r.folded" "$SEED" $RT_N
+	done
+} >"$spec"
+if [ -z "$rt_missing" ]; then
+	log "table 2: rt attached/detached ($RT_N records, $REPS rounds)"
+	python3 bench/lib/abrun.py "$spec" "$WORK/t2-rt.jsonl" --reps "$REPS"
+fi
+
+# ---- malloc workload under the preload ----
+mm_missing=$(missing "$MM" "$PRELOAD" "$LOADER")
+spec=$WORK/t2-mm.spec
+{
+	printf 'glibc\t%s -- %s --iterations %s\n' "$AR" "$MM" $MM_N
+	printf 'detached\t%s --preload %s -- %s --iterations %s\n' "$AR" "$PRELOAD" "$MM" $MM_N
+	for r in $RATES; do
+		printf 'attached-%s\t%s --loader %s --rate %s --out %s --preload %s -- %s --wait-tracer --iterations %s\n' \
+			$r "$AR" "$LOADER" $r "$WORK/t2-mm-$r.folded" "$PRELOAD" "$MM" $MM_N
+	done
+} >"$spec"
+if [ -z "$mm_missing" ]; then
+	log "table 2: mallocmix under the preload ($MM_N iterations, $REPS rounds)"
+	python3 bench/lib/abrun.py "$spec" "$WORK/t2-mm.jsonl" --reps "$REPS"
+fi
+
+# ---- detached probe site, callgrind ----
+loop_ir() { # mode -> Ir of the loop function
+	valgrind --tool=callgrind --callgrind-out-file="$WORK/probeloop.$1.cg" --collect-atstart=no \
+		--toggle-collect='loop_*' "$BUILD/bench/probeloop" "$1" $LOOP_N 2>&1 |
+		sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+probe_cell=""
+if [ ! -x "$BUILD/bench/probeloop" ]; then
+	probe_cell=$(na "$BUILD/bench/probeloop is not built")
+elif ! command -v valgrind >/dev/null; then
+	probe_cell=$(na "valgrind is not installed")
+else
+	ir_probe=$(loop_ir probe)
+	ir_plain=$(loop_ir plain)
+	if [ -n "$ir_probe" ] && [ -n "$ir_plain" ]; then
+		probe_cell=$(python3 -c "p,q,n=$ir_probe,$ir_plain,$LOOP_N; print(f'{(p-q)/n:.2f} Ir per iteration ({p/n:.2f} with the site, {q/n:.2f} without)')")
+	else
+		probe_cell=$(na "callgrind gave no instruction count")
+	fi
+fi
+
+rt_ratio() { [ -n "$rt_missing" ] && na "$rt_missing" || $S ratio "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_s; }
+rt_ns() { [ -n "$rt_missing" ] && na "$rt_missing" || $S perunit "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_s --per values.memprof_ctl_samples --scale 1e9; }
+rt_samples() { [ -n "$rt_missing" ] && na "$rt_missing" || $S median "$WORK/t2-rt.jsonl" "$1" --metric values.memprof_ctl_samples --fmt %.0f; }
+mm_ratio() { [ -n "$mm_missing" ] && na "$mm_missing" || $S ratio "$WORK/t2-mm.jsonl" "$1" "${2:-detached}" --metric values.work_ns; }
+mm_ns() { [ -n "$mm_missing" ] && na "$mm_missing" || $S perunit "$WORK/t2-mm.jsonl" "$1" detached --metric values.work_ns --per values.memprof_samples; }
+mm_samples() { [ -n "$mm_missing" ] && na "$mm_missing" || $S median "$WORK/t2-mm.jsonl" "$1" --metric values.memprof_samples --fmt %.0f; }
+
+echo "## Table 2: attached vs detached (USDT probes to BPF maps)"
+echo
+echo "Attached: build/memprof-bpf attach PID --rate R, the target sampling for the tracer only"
+echo "(no in-process profile). Detached: the same binary, no tracer. Runtime: workload-seed --kind"
+echo "short --rate 0 ($RT_N records); the target is stopped right after exec and resumed once the"
+echo "kernel has raised the memprof:sample semaphore, and the time is the target's wall time from"
+echo "resume to exit. Malloc: build/bench/mallocmix ($MM_N iterations, five sites, sizes 16 B-64 KiB,"
+echo "short and long lifetimes) under LD_PRELOAD=libmemprof-preload.so; the time is its own work"
+echo "phase, which starts once the tracer's sampling is on. Cost per sample = (attached - detached)"
+echo "/ samples, the samples read from the target's control block: it includes the in-process"
+echo "sampling, the uprobe trap, the BPF program and its stack copy."
+echo
+echo "| target | rate | time attached / detached | samples | ns per sample |"
+echo "|---|---|---|---|---|"
+for r in $RATES; do
+	echo "| rt (workload-seed short) | $r | $(rt_ratio attached-$r) | $(rt_samples attached-$r) | $(rt_ns attached-$r) |"
+done
+for r in $RATES; do
+	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) |"
+done
+echo "| malloc: preload loaded, detached / plain glibc | - | $(mm_ratio detached glibc) | - | - |"
+echo
+echo "Detached probe site (build/bench/probeloop under callgrind, $LOOP_N iterations of a loop with"
+echo "one semaphore-guarded 7-argument USDT probe, the shape of memprof:sample, against the same"
+echo "loop without it): $probe_cell."
+echo
+python3 bench/lib/explain.py t2 "$WORK" 2>/dev/null || true
