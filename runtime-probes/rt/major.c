@@ -1,37 +1,13 @@
 /*
- * rt major heap: blocks malloc'ed one by one and chained in a list, a
- * non-incremental mark (explicit stack) and sweep, direct major
- * allocation.  Marking is done when memprof_major_update asks which tracked
- * blocks died, before the sweep frees them.
+ * rt major collection: a non-incremental mark (explicit stack) from the
+ * local and global roots and memprof's user data, then memprof_major_update
+ * (which asks which tracked blocks died), then the sweep of the block store
+ * (major_alloc.c).  Also when to collect, and direct major allocation.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "rt_internal.h"
-
-struct rt_major_block {
-	struct rt_major_block *next;
-	uintptr_t header;
-	rt_value fields[];
-};
-
-rt_value rt_major_alloc_raw(size_t wosize, unsigned tag)
-{
-	struct rt_major_block *b;
-
-	if (wosize == 0 || wosize > (SIZE_MAX >> 10) / RT_WORD - 2)
-		return 0;
-	b = malloc(sizeof(*b) + wosize * RT_WORD);
-	if (!b)
-		return 0;
-	b->header = RT_MAKE_HDR(wosize, RT_WHITE, tag);
-	for (size_t i = 0; i < wosize; i++)
-		b->fields[i] = RT_UNIT;
-	b->next = rt.major_blocks;
-	rt.major_blocks = b;
-	rt.stats.major_heap_words += wosize + 1;
-	return (rt_value)b->fields;
-}
 
 /* ---- Mark ---- */
 
@@ -68,33 +44,6 @@ static void mark_all(void)
 	}
 }
 
-/* ---- Sweep ---- */
-
-static void free_block(struct rt_major_block *b)
-{
-	if (RT_HDR_TAG(b->header) == RT_CUSTOM_TAG)
-		rt_custom_finalize((rt_value)b->fields);
-	rt.stats.major_heap_words -= RT_HDR_WOSIZE(b->header) + 1;
-	free(b);
-}
-
-static void sweep(void)
-{
-	struct rt_major_block **link = &rt.major_blocks;
-
-	while (*link) {
-		struct rt_major_block *b = *link;
-
-		if (RT_HDR_COLOR(b->header) == RT_BLACK) {
-			b->header &= ~((uintptr_t)3 << 8);
-			link = &b->next;
-		} else {
-			*link = b->next;
-			free_block(b);
-		}
-	}
-}
-
 void rt_major_gc(void)
 {
 	rt_minor_gc();
@@ -103,7 +52,7 @@ void rt_major_gc(void)
 		    rt.stats.major_heap_words * RT_WORD);
 	mark_all();
 	rt_mp_major_update();
-	sweep();
+	rt_major_sweep();
 	rt.major_live_after_gc = rt.stats.major_heap_words;
 	rt.custom_pressure_words = 0;
 	rt.stats.major_collections++;
@@ -120,17 +69,6 @@ void rt_major_maybe_collect(void)
 		threshold = RT_MAJOR_MIN_WORDS;
 	if (rt.stats.major_heap_words + rt.custom_pressure_words > threshold)
 		rt_major_gc();
-}
-
-/* Free every major block (rt_shutdown): custom blocks are finalized. */
-void rt_major_free_all(void)
-{
-	while (rt.major_blocks) {
-		struct rt_major_block *b = rt.major_blocks;
-
-		rt.major_blocks = b->next;
-		free_block(b);
-	}
 }
 
 /*

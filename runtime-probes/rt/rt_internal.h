@@ -77,8 +77,7 @@ struct rt_state {
 	int safe_point_requested;    /* atomic */
 	struct rt_vec ref_table;     /* major fields that may hold young values */
 	struct rt_vec young_customs; /* custom blocks allocated young */
-	/* Major heap: every block is a malloc'ed rt_major_block. */
-	struct rt_major_block *major_blocks;
+	/* Major heap: the block store is private to major_alloc.c. */
 	size_t major_live_after_gc;
 	size_t custom_pressure_words; /* out-of-heap words promoted since */
 	struct rt_vec mark_stack;
@@ -111,10 +110,13 @@ void rt_remember_field(rt_value *field);
 /* Allocate young blocks (one bump); runs the safe point and sampling. */
 int rt_alloc_young(size_t n, const size_t *wosizes, unsigned tag, rt_value *out);
 
-/* major.c */
+/* major_alloc.c: the block store */
 rt_value rt_major_alloc_raw(size_t wosize, unsigned tag); /* 0 on ENOMEM; never collects */
-void rt_major_maybe_collect(void);
+void rt_major_sweep(void);				  /* free white blocks, whiten black ones */
 void rt_major_free_all(void);
+
+/* major.c: marking and collection policy */
+void rt_major_maybe_collect(void);
 
 /* roots.c: call f on every root of the registered threads and globals. */
 void rt_scan_local_roots(rt_root_visitor f, void *ctx);
