@@ -11,7 +11,8 @@
  *
  * Built twice: build/workload-seed, and build/workload-seed-nohook with
  * -DRT_NO_MEMPROF where rt has no memprof hook at all (--rate and
- * --tracked must then be 0).  Prints one summary line.
+ * --tracked must then be 0).  Prints one summary line; its "samples" is
+ * the entries the profile created (0 without the hook).
  */
 #include <stdio.h>
 #include <string.h>
@@ -104,7 +105,20 @@ static int start_profile(const struct seed_options *o)
 	}
 	return 0;
 }
+
+static unsigned long long profile_samples(void)
+{
+	memprof_stats st;
+
+	memprof_get_stats(&st);
+	return (unsigned long long)st.samples;
+}
 #else
+static unsigned long long profile_samples(void)
+{
+	return 0;
+}
+
 static int start_profile(const struct seed_options *o)
 {
 	if (o->rate > 0 || o->tracked) {
@@ -156,9 +170,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rt_get_stats(&st);
-	printf("kind %s tracked %d rate %g iterations %llu minor_gcs %llu major_gcs %llu\n",
+	printf("kind %s tracked %d rate %g iterations %llu minor_gcs %llu major_gcs %llu "
+	       "samples %llu\n",
 	       o.long_lived ? "long" : "short", (int)o.tracked, o.rate,
 	       (unsigned long long)o.iterations, (unsigned long long)st.minor_collections,
-	       (unsigned long long)st.major_collections);
+	       (unsigned long long)st.major_collections, profile_samples());
 	return 0;
 }
