@@ -3,7 +3,8 @@
  * RT_CUSTOM_TAG (not scanned), sampled by memprof for its virtual size.
  * Out-of-heap memory of promoted custom blocks hastens the next major
  * collection (minor.c:oldify, major.c:rt_major_maybe_collect).
- * The finalizer runs exactly once: when a minor collection finds the young
+ * If rt_alloc_custom fails, data stays the caller's: its finalizer never
+ * runs.  Otherwise the finalizer runs exactly once: when a minor collection finds the young
  * block dead, when a sweep frees the major block, or at rt_shutdown.
  */
 #include <errno.h>
@@ -37,8 +38,11 @@ int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data), 
 	RT_ROOTS(1, &v);
 	err = rt_safe_point();
 	RT_ROOTS_END();
-	if (err)
+	if (err) {
+		/* A failed allocation: data stays the caller's, no finalizer. */
+		RT_FIELDS(v)[1] = 0;
 		return err;
+	}
 	*out = v;
 	return 0;
 }

@@ -210,3 +210,37 @@ Test(rt_sampling, workload_sites_estimate)
 	cr_assert_eq(sites, 5);
 	assert_poisson("workload-sites", inproc, rate * (double)total);
 }
+
+static int custom_error(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	*out = MEMPROF_NONE;
+	return info->source == MEMPROF_SRC_CUSTOM ? 42 : 0;
+}
+
+static int finalized_count;
+
+static void count_finalize(void *data)
+{
+	(void)data;
+	finalized_count++;
+}
+
+Test(rt_sampling, failed_custom_allocation_keeps_data_with_caller)
+{
+	const memprof_tracker t = {.alloc_minor = custom_error, .alloc_major = custom_error};
+	rt_value v = RT_UNIT;
+	int data;
+
+	cr_assert_eq(memprof_start(1.0, 0, &t), 0); /* every word sampled */
+	cr_assert_eq(rt_alloc_custom(&data, 64, count_finalize, &v), 42);
+	cr_assert_eq(v, RT_UNIT, "nothing returned");
+	cr_assert_eq(memprof_stop(), 0);
+	rt_major_gc();
+	cr_assert_eq(rt_poll(), 0);
+	cr_assert_eq(finalized_count, 0, "the failed block's finalizer must not run");
+	cr_assert_eq(rt_alloc_custom(&data, 64, count_finalize, &v), 0);
+	v = RT_UNIT;
+	rt_major_gc();
+	cr_assert_eq(finalized_count, 1);
+}
