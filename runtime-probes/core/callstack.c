@@ -58,7 +58,7 @@ size_t callstack_wanted(void)
 {
 	size_t n = atomic_load_explicit(&memprof_core.callstack_size, memory_order_relaxed);
 
-	if (memprof_sample_semaphore && n < MEMPROF_PROBE_MAX_STACK)
+	if (SEMAPHORE_UP(memprof_sample_semaphore) && n < MEMPROF_PROBE_MAX_STACK)
 		n = MEMPROF_PROBE_MAX_STACK;
 	return n;
 }
