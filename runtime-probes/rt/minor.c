@@ -85,11 +85,16 @@ struct young_request {
 	unsigned tag;
 };
 
-/* The raw allocation: collect if needed, bump, initialise.  Never samples. */
+/*
+ * The raw allocation: collect if needed, bump, initialise.  Never samples.
+ * 0 if the request cannot fit (a callback shrank the minor heap).
+ */
 static uintptr_t young_reserve(void *ctx)
 {
 	const struct young_request *req = ctx;
 
+	if (req->whsize > rt.minor_words)
+		return 0;
 	while (young_free_words() < req->whsize)
 		rt_minor_gc();
 	rt.young_ptr -= req->whsize * RT_WORD;
@@ -114,6 +119,8 @@ static int alloc_slow(struct young_request *req, uintptr_t *base_out)
 			return err;
 		if (young_free_words() >= req->whsize)
 			break;
+		if (req->whsize > rt.minor_words)
+			return ENOMEM; /* a callback shrank the minor heap */
 		rt_minor_gc();
 		rt_major_maybe_collect();
 	}
@@ -124,7 +131,7 @@ static int alloc_slow(struct young_request *req, uintptr_t *base_out)
 		rt_renew_minor_sample();
 		return err;
 	}
-	*base_out = young_reserve(req);
+	*base_out = young_reserve(req);	     /* fits: checked above */
 	if (rt.young_ptr < rt.young_trigger) /* stale trigger: sampling is off here */
 		rt_renew_minor_sample();
 	return 0;

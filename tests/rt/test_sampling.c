@@ -5,6 +5,7 @@
  * in-process estimate matches its printed truth.  Bounds are 5.7 sigma, as
  * in OCaml's statmemprof tests; seeds are fixed.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -243,4 +244,27 @@ Test(rt_sampling, failed_custom_allocation_keeps_data_with_caller)
 	v = RT_UNIT;
 	rt_major_gc();
 	cr_assert_eq(finalized_count, 1);
+}
+
+static int shrink_heap(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg, (void)info;
+	*out = MEMPROF_NONE;
+	return rt_set_minor_heap_words(4096);
+}
+
+Test(rt_sampling, request_larger_than_a_shrunk_minor_heap_fails_cleanly)
+{
+	const memprof_tracker t = {.alloc_minor = shrink_heap};
+	size_t sizes[24];
+	rt_value out[24];
+
+	for (size_t i = 0; i < 24; i++)
+		sizes[i] = 249; /* 6000 words in all */
+	cr_assert_eq(rt_set_minor_heap_words(8192), 0);
+	cr_assert_eq(memprof_start(1.0, 0, &t), 0);
+	cr_assert_eq(rt_alloc_comb(24, sizes, 0, out), ENOMEM);
+	cr_assert_eq(memprof_stop(), 0);
+	cr_assert_eq(rt_alloc_comb(24, sizes, 0, out), EINVAL, "too big for the new heap");
+	cr_assert_eq(rt_alloc(3, 0, &out[0]), 0);
 }
