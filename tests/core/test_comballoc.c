@@ -2,7 +2,8 @@
  * comballoc: combined allocations (several young blocks in one bump).
  * Each block position gets its own samples, bounded at 5.7 sigma; each
  * entry is bound to the right block (the kept one is promoted, the others
- * die young); one call site gives one callstack; and no alloc callback runs
+ * die young); the alloc callbacks run in block order with distinct ids; one
+ * call site gives one callstack; and no alloc callback runs
  * after a callback stopped the profile midway through a combined allocation.
  */
 #include <criterion/criterion.h>
@@ -181,6 +182,7 @@ Test(comballoc, entries_bound_to_blocks)
 	lifecycle_assert_ok(&lc);
 	for (size_t i = 0; i < lc.len; i++) {
 		const block_record *r = &lc.recs[i];
+		cr_assert_eq(r->size, sizes[i], "alloc callbacks run in block order");
 		cr_assert_eq(r->n_samples, r->size + 1);
 		cr_assert_eq(r->state, r->size == 3 ? BLOCK_PROMOTED : BLOCK_DEAD_MINOR,
 			     "block of size %zu in state %d", r->size, r->state);
