@@ -16,27 +16,30 @@ static atomic_size_t bootstrap_used;
 
 void *bootstrap_alloc(size_t size, size_t align)
 {
+	if (align > BOOTSTRAP_ARENA_BYTES) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (align < BOOTSTRAP_MIN_ALIGN)
 		align = BOOTSTRAP_MIN_ALIGN;
+	/* memalign rounds an alignment that is not a power of two up. */
+	while (align & (align - 1))
+		align = (align | (align - 1)) + 1;
 	size_t old = atomic_load_explicit(&bootstrap_used, memory_order_relaxed);
 	size_t start, end;
 
 	do {
-		if (align > BOOTSTRAP_ARENA_BYTES) {
-			errno = ENOMEM;
-			return NULL;
-		}
 		/* Align the address, not the offset: the arena is only 64-aligned. */
 		uintptr_t base = (uintptr_t)bootstrap_arena;
-		start = ((base + old + sizeof(size_t) + align - 1) & ~(uintptr_t)(align - 1)) - base;
+		start =
+		    ((base + old + sizeof(size_t) + align - 1) & ~(uintptr_t)(align - 1)) - base;
 		if (start > BOOTSTRAP_ARENA_BYTES || size > BOOTSTRAP_ARENA_BYTES - start) {
 			errno = ENOMEM;
 			return NULL;
 		}
 		end = start + size;
-	} while (!atomic_compare_exchange_weak_explicit(&bootstrap_used, &old, end,
-							memory_order_relaxed,
-							memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+	    &bootstrap_used, &old, end, memory_order_relaxed, memory_order_relaxed));
 	size_t *size_word = (size_t *)(void *)(bootstrap_arena + start - sizeof(size_t));
 	*size_word = size;
 	return bootstrap_arena + start;

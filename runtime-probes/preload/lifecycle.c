@@ -36,8 +36,7 @@ static pthread_rwlock_t core_gate = CORE_GATE_INIT;
 static pthread_key_t thread_exit_key;
 static int thread_exit_key_ok;
 
-int preload_core_memprof_start(double rate, size_t callstack_size,
-			       const memprof_tracker *tracker);
+int preload_core_memprof_start(double rate, size_t callstack_size, const memprof_tracker *tracker);
 int preload_core_memprof_stop(void);
 int preload_core_memprof_discard(void);
 
@@ -154,9 +153,9 @@ static void profiler_init(void)
 	memprof_host_ops ops;
 
 	preload_enter_core(t);
-	sampler_configure(env_bytes(PRELOAD_ENV_YOUNG_EPOCH, PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES),
-			  env_bytes(PRELOAD_ENV_MAJOR_THRESHOLD,
-				    PRELOAD_DEFAULT_MAJOR_THRESHOLD_BYTES));
+	sampler_configure(
+	    env_bytes(PRELOAD_ENV_YOUNG_EPOCH, PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES),
+	    env_bytes(PRELOAD_ENV_MAJOR_THRESHOLD, PRELOAD_DEFAULT_MAJOR_THRESHOLD_BYTES));
 	callstack_init();
 	memset(&ops, 0, sizeof(ops));
 	ops.capture_callstack = callstack_capture_user;
@@ -194,8 +193,7 @@ __attribute__((destructor)) static void preload_destructor(void)
 	atomic_store_explicit(&preload_exiting, 1, memory_order_relaxed);
 }
 
-PRELOAD_EXPORT int memprof_start(double rate, size_t callstack_size,
-				 const memprof_tracker *tracker)
+PRELOAD_EXPORT int memprof_start(double rate, size_t callstack_size, const memprof_tracker *tracker)
 {
 	struct preload_thread *t = &preload_self;
 

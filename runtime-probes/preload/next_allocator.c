@@ -29,16 +29,15 @@ int next_allocator_resolve(void)
 	n.realloc = (void *(*)(void *, size_t))next_symbol("realloc", &missing);
 	n.free = (void (*)(void *))next_symbol("free", &missing);
 	n.posix_memalign =
-		(int (*)(void **, size_t, size_t))next_symbol("posix_memalign", &missing);
+	    (int (*)(void **, size_t, size_t))next_symbol("posix_memalign", &missing);
 	n.aligned_alloc = (void *(*)(size_t, size_t))next_symbol("aligned_alloc", &missing);
 	n.memalign = (void *(*)(size_t, size_t))next_symbol("memalign", &missing);
 	n.valloc = (void *(*)(size_t))next_symbol("valloc", &missing);
 	n.pvalloc = (void *(*)(size_t))next_symbol("pvalloc", &missing);
-	n.malloc_usable_size =
-		(size_t(*)(void *))next_symbol("malloc_usable_size", &missing);
+	n.malloc_usable_size = (size_t(*)(void *))next_symbol("malloc_usable_size", &missing);
 	if (missing) {
 		static const char msg[] =
-			"memprof-preload: the next allocator lacks part of the malloc family\n";
+		    "memprof-preload: the next allocator lacks part of the malloc family\n";
 		/* write(2): stdio may allocate. */
 		ssize_t unused = write(2, msg, sizeof(msg) - 1);
 		(void)unused;

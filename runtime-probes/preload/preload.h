@@ -52,7 +52,8 @@ static inline size_t preload_words(size_t bytes)
 #define BOOTSTRAP_ARENA_BYTES ((size_t)256 * 1024)
 
 extern unsigned char bootstrap_arena[BOOTSTRAP_ARENA_BYTES];
-/* Bump-allocate; align is a power of two (>= 16 is used).  NULL: full. */
+/* Bump-allocate, aligned to align rounded up to a power of two (at least
+ * 16).  NULL (errno ENOMEM): no room. */
 void *bootstrap_alloc(size_t size, size_t align);
 /* Requested size of an arena block. */
 size_t bootstrap_block_size(const void *p);
@@ -108,20 +109,19 @@ void sampled_blocks_reinit_locks(void);
 /* ---- Per-thread sampling state (sampler.c) ---- */
 
 struct preload_thread {
-	size_t countdown;    /* words before the next slow path (fast path: > w) */
-	size_t armed;        /* countdown when last armed: armed - countdown words
-				were allocated since */
-	size_t sample_after; /* words from the end of the countdown to the next
-				sample point (sampling only) */
-	double rate;         /* rate the sample point was drawn at, 0: polling */
-	size_t saved_countdown; /* countdown while inside the profiler */
-	unsigned inside;     /* reentrancy depth: the profiler is running */
-	unsigned core_depth; /* calls into the core in progress (gate held) */
+	size_t countdown;	  /* words before the next slow path (fast path: > w) */
+	size_t armed;		  /* countdown when last armed: armed - countdown words
+				     were allocated since */
+	size_t sample_after;	  /* words from the end of the countdown to the next
+				     sample point (sampling only) */
+	double rate;		  /* rate the sample point was drawn at, 0: polling */
+	size_t saved_countdown;	  /* countdown while inside the profiler */
+	unsigned inside;	  /* reentrancy depth: the profiler is running */
+	unsigned core_depth;	  /* calls into the core in progress (gate held) */
 	unsigned char registered; /* thread-exit destructor armed */
-	unsigned char exited;     /* memprof_thread_exit ran: pass through */
+	unsigned char exited;	  /* memprof_thread_exit ran: pass through */
 };
-extern __thread struct preload_thread preload_self
-	__attribute__((tls_model("initial-exec")));
+extern __thread struct preload_thread preload_self __attribute__((tls_model("initial-exec")));
 
 /*
  * Enter / leave the profiler on this thread: allocations in between are
@@ -168,8 +168,7 @@ static inline void preload_leave_core(struct preload_thread *t)
  */
 size_t sampler_countdown_expired(struct preload_thread *t, size_t words);
 /* Track block p (sampled n_samples times) with the core. */
-void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_samples,
-		   size_t bytes);
+void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_samples, size_t bytes);
 /* Block p is being freed: report it if it was sampled. */
 void sampler_block_freed(struct preload_thread *t, const void *p);
 /* Report the death of a block already removed from sampled_blocks. */

@@ -36,11 +36,11 @@ struct sampled_shard {
 	pthread_mutex_t lock;
 	struct sampled_slot *slots;
 	size_t n_slots; /* 0 or a power of two */
-	size_t n_used;  /* <= n_slots / 2 */
+	size_t n_used;	/* <= n_slots / 2 */
 } __attribute__((aligned(64)));
 
 static struct sampled_shard shards[SAMPLED_SHARDS] = {
-	[0 ... SAMPLED_SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+    [0 ... SAMPLED_SHARDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER},
 };
 
 static uint64_t addr_mix(uintptr_t a)
@@ -70,7 +70,7 @@ static int entries_grow(struct sampled_shard *s)
 	size_t want = s->n_slots ? 2 * s->n_slots : SAMPLED_SHARD_MIN_SLOTS;
 	size_t bytes = want * sizeof(struct sampled_slot);
 	struct sampled_slot *fresh =
-		mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	    mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (fresh == MAP_FAILED)
 		return -1;
@@ -111,8 +111,8 @@ static void entries_delete(struct sampled_shard *s, size_t hole)
 
 	for (size_t k = (hole + 1) & mask; s->slots[k].addr; k = (k + 1) & mask) {
 		size_t home = entries_home(s, addr_mix(s->slots[k].addr));
-		int home_after_hole = hole <= k ? (home > hole && home <= k)
-						: (home > hole || home <= k);
+		int home_after_hole =
+		    hole <= k ? (home > hole && home <= k) : (home > hole || home <= k);
 		if (!home_after_hole) {
 			s->slots[hole] = s->slots[k];
 			hole = k;

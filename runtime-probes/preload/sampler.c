@@ -100,8 +100,7 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t words)
 	return n_samples;
 }
 
-void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_samples,
-		   size_t bytes)
+void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_samples, size_t bytes)
 {
 	uint64_t handle = 0;
 

@@ -97,8 +97,7 @@ static void build_env(const char **envp, const char *const env[], int preload)
 	envp[n] = NULL;
 }
 
-static pid_t start(const char *const argv[], const char *const env[], int preload, int out,
-		   int err)
+static pid_t start(const char *const argv[], const char *const env[], int preload, int out, int err)
 {
 	const char *envp[HARNESS_MAX_ENV];
 
@@ -204,7 +203,7 @@ long long result_num(const struct run_result *r, const char *key)
 {
 	const char *v = result_str(r, key);
 
-	cr_assert_not_null(v, "the program printed no %s=...; stdout:\n%s\nstderr:\n%s", key, r->out,
-			   r->err);
+	cr_assert_not_null(v, "the program printed no %s=...; stdout:\n%s\nstderr:\n%s", key,
+			   r->out, r->err);
 	return strtoll(v, NULL, 10);
 }

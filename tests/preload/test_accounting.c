@@ -9,9 +9,9 @@
 
 /* Small epochs and threshold so that promotions and born-major blocks happen. */
 static const char *const small_epochs[] = {
-	"MEMPROF_YOUNG_EPOCH_BYTES=65536",
-	"MEMPROF_MAJOR_THRESHOLD_BYTES=16384",
-	NULL,
+    "MEMPROF_YOUNG_EPOCH_BYTES=65536",
+    "MEMPROF_MAJOR_THRESHOLD_BYTES=16384",
+    NULL,
 };
 
 Test(accounting, stress_rate_one_is_exact)
@@ -50,8 +50,8 @@ Test(accounting, rate_below_one_within_binomial_bound)
 	double samples = (double)result_num(&r, "samples");
 	double mean = words * rate;
 	double sd = sqrt(words * rate * (1 - rate));
-	cr_expect(fabs(samples - mean) <= 5.7 * sd, "samples %.0f, expected %.0f +- %.0f",
-		  samples, mean, 5.7 * sd);
+	cr_expect(fabs(samples - mean) <= 5.7 * sd, "samples %.0f, expected %.0f +- %.0f", samples,
+		  mean, 5.7 * sd);
 	cr_expect_eq(result_num(&r, "order_errors"), 0);
 	cr_expect_eq(result_num(&r, "live"), 0);
 	run_result_free(&r);

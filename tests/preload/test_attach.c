@@ -88,7 +88,7 @@ static void attach_and_check(enum mode mode)
 	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
 	snprintf(views, sizeof(views), "%s/views", dir);
 	const char *argv[] = {preload_prog("sites"), ready, ROUNDS,
-			      mode == FORK_FIRST	? "--fork"
+			      mode == FORK_FIRST    ? "--fork"
 			      : mode == FORK_TRACED ? "--fork-traced"
 						    : NULL,
 			      NULL};
@@ -101,16 +101,15 @@ static void attach_and_check(enum mode mode)
 		cr_assert_neq(atoi(pid), prog, "the pid to attach to is the child's");
 
 	/* The loader runs until the program exits. */
-	const char *largs[] = {LOADER, "attach", pid, "--rate", RATE_ARG, "--all-views", views,
-			       NULL};
+	const char *largs[] = {LOADER,	 "attach",	pid,   "--rate",
+			       RATE_ARG, "--all-views", views, NULL};
 	pid_t loader = spawn_program(largs, NULL, 0, "/dev/null", lerr);
 	int lstatus = wait_program(loader);
 	int pstatus = wait_program(prog);
 	char *loader_log = read_file(lerr);
-	cr_assert(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x",
-		  pstatus);
-	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == 0, "loader status %#x: %s",
-		  lstatus, loader_log ? loader_log : "");
+	cr_assert(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x", pstatus);
+	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == 0, "loader status %#x: %s", lstatus,
+		  loader_log ? loader_log : "");
 	cr_expect_not_null(strstr(loader_log, "orphan_ids 0 "), "%s", loader_log);
 	cr_expect_not_null(strstr(loader_log, "duplicate_ids 0 "), "%s", loader_log);
 	cr_expect_not_null(strstr(loader_log, "dropped 0 "), "%s", loader_log);

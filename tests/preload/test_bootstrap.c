@@ -30,6 +30,14 @@ Test(bootstrap, blocks_are_aligned_owned_and_sized)
 	cr_expect_eq(((unsigned char *)b)[99], 0);
 }
 
+Test(bootstrap, odd_alignment_rounds_up)
+{
+	void *p = bootstrap_alloc(8, 48);
+
+	cr_assert_not_null(p);
+	cr_expect_eq((uintptr_t)p % 64, 0);
+}
+
 Test(bootstrap, exhaustion_is_enomem)
 {
 	errno = 0;

@@ -11,12 +11,28 @@
 #include "harness.h"
 
 static const char *const edge_checks[] = {
-	"calloc_overflow", "calloc_overflow_square", "calloc_zero", "calloc_zeroed",
-	"malloc_huge", "malloc_zero", "realloc_grow_keeps", "realloc_shrink_keeps",
-	"realloc_fail_keeps", "realloc_zero_frees", "realloc_null_mallocs",
-	"posix_memalign_bad", "posix_memalign_bad_small", "posix_memalign",
-	"posix_memalign_huge", "aligned_alloc", "memalign", "valloc", "pvalloc",
-	"usable_size_null", "usable_size", NULL,
+    "calloc_overflow",
+    "calloc_overflow_square",
+    "calloc_zero",
+    "calloc_zeroed",
+    "malloc_huge",
+    "malloc_zero",
+    "realloc_grow_keeps",
+    "realloc_shrink_keeps",
+    "realloc_fail_keeps",
+    "realloc_zero_frees",
+    "realloc_null_mallocs",
+    "posix_memalign_bad",
+    "posix_memalign_bad_small",
+    "posix_memalign",
+    "posix_memalign_huge",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "usable_size_null",
+    "usable_size",
+    NULL,
 };
 
 static void expect_edges(const char *mode)
@@ -63,7 +79,7 @@ Test(interpose, realloc_is_free_then_malloc)
 Test(interpose, shell_pipeline_output_unchanged)
 {
 	const char *argv[] = {"/bin/sh", "-c",
-			       "seq 1 200000 | sort -r | md5sum; ls -la /usr/lib | wc -l", NULL};
+			      "seq 1 200000 | sort -r | md5sum; ls -la /usr/lib | wc -l", NULL};
 	struct run_result a, b;
 
 	run_program(argv, NULL, 0, &a);

@@ -31,7 +31,8 @@ static void write_script(const char *path, const char *ready, const char *go, in
 
 	cr_assert(out && body, "cannot write %s or read %s", path, WORKLOAD);
 	if (handshake)
-		fprintf(out, ".shell echo ready > %s; while [ ! -e %s ]; do sleep 0.01; done\n", ready, go);
+		fprintf(out, ".shell echo ready > %s; while [ ! -e %s ]; do sleep 0.01; done\n",
+			ready, go);
 	fputs(body, out);
 	fclose(out);
 	free(body);
@@ -83,8 +84,7 @@ Test(sqlite, traced_sqlite3_output_unchanged_and_sampled)
 	pid_t db = spawn_program(argv, NULL, 1, out, err);
 	cr_assert_eq(wait_nonempty_file(ready, WAIT_S), 0, "sqlite3 never reached its handshake");
 	snprintf(pid, sizeof(pid), "%d", (int)db);
-	const char *largs[] = {LOADER, "attach", pid, "--rate", "0.0001", "-o", folded, "-v",
-			       NULL};
+	const char *largs[] = {LOADER, "attach", pid, "--rate", "0.0001", "-o", folded, "-v", NULL};
 	pid_t loader = spawn_program(largs, NULL, 0, "/dev/null", lerr);
 	cr_assert_eq(wait_text(lerr, "memprof-bpf: attached to"), 0, "the loader never attached");
 	FILE *g = fopen(go, "w");

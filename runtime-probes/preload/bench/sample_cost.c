@@ -8,8 +8,8 @@
  * ITERS malloc+free pairs of 64 bytes three ways: with no profile, with an
  * in-process profile at RATE and no call stack, and with call stacks of up
  * to STACK frames.  The three runs are interleaved ROUNDS times and the
- * fastest of each kept (the machine's noise only ever adds time).  Prints ns per malloc+free without a profile, then ns
- * per sample for sampling (the tracker's callbacks included) and for the
+ * fastest of each kept (the machine's noise only ever adds time).  Prints ns per malloc+free
+ * without a profile, then ns per sample for sampling (the tracker's callbacks included) and for the
  * call stack alone.  A benchmark, not a test: numbers vary with the machine.
  */
 #include <stdio.h>
@@ -49,11 +49,11 @@ static int on_dealloc(void *arg, memprof_value v)
 }
 
 static const memprof_tracker tracker = {
-	.alloc_minor = on_alloc,
-	.alloc_major = on_alloc,
-	.promote = on_promote,
-	.dealloc_minor = on_dealloc,
-	.dealloc_major = on_dealloc,
+    .alloc_minor = on_alloc,
+    .alloc_major = on_alloc,
+    .promote = on_promote,
+    .dealloc_minor = on_dealloc,
+    .dealloc_major = on_dealloc,
 };
 
 static double now_ns(void)
@@ -93,7 +93,8 @@ static double profiled(double rate, size_t stack, int depth, long iters, unsigne
 	memprof_set_seed(1);
 	memprof_get_stats(&before);
 	if (memprof_start(rate, stack, &tracker) != 0) {
-		fprintf(stderr, "preload-sample-cost: memprof_start failed (run it under the preload)\n");
+		fprintf(stderr,
+			"preload-sample-cost: memprof_start failed (run it under the preload)\n");
 		exit(1);
 	}
 	double t = at_depth(depth, iters);

@@ -12,7 +12,8 @@
 
 #include "memprof.h"
 
-namespace {
+namespace
+{
 
 constexpr size_t kStack = 64;
 
@@ -76,11 +77,11 @@ void report_stack(const char *name, int k, const void *fn, const char *first_obj
 			if (dladdr(reinterpret_cast<void *>(seen.stack[k][i] - 1), &got) &&
 			    got.dli_saddr == want.dli_saddr)
 				found = 1;
-	if (seen.stack_len[k] > 0 &&
-	    dladdr(reinterpret_cast<void *>(seen.stack[k][0] - 1), &got) && got.dli_fname)
+	if (seen.stack_len[k] > 0 && dladdr(reinterpret_cast<void *>(seen.stack[k][0] - 1), &got) &&
+	    got.dli_fname)
 		first_ok = std::strstr(got.dli_fname, first_object) != nullptr;
-	std::printf("%s_depth=%zu\n%s_has_caller=%d\n%s_first_in_%s=%d\n", name,
-		    seen.stack_len[k], name, found, name, first_object, first_ok);
+	std::printf("%s_depth=%zu\n%s_has_caller=%d\n%s_first_in_%s=%d\n", name, seen.stack_len[k],
+		    name, found, name, first_object, first_ok);
 }
 
 } // namespace

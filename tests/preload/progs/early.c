@@ -32,8 +32,8 @@ int main(void)
 	valid = valid && !strcmp(lib_blocks[3], "allocated before the preload's constructor") &&
 		((uintptr_t)lib_blocks[4] & 63) == 0 && ((uintptr_t)lib_blocks[5] & 127) == 0;
 	printf("lib_blocks_valid=%d\n", valid);
-	printf("own_blocks_valid=%d\n", own_blocks[0] && own_blocks[1] &&
-						!strcmp(own_blocks[2], "early"));
+	printf("own_blocks_valid=%d\n",
+	       own_blocks[0] && own_blocks[1] && !strcmp(own_blocks[2], "early"));
 
 	tracker_exact = 1;
 	if (memprof_start(1.0, 0, &checking_tracker) != 0)
@@ -49,8 +49,8 @@ int main(void)
 	tracker_tag = 0;
 	memprof_stop();
 	printf("samples=%llu\n", (unsigned long long)tracker_counts.samples[1]);
-	printf("deallocs=%llu\n", (unsigned long long)(tracker_counts.dealloc_minor +
-						      tracker_counts.dealloc_major));
+	printf("deallocs=%llu\n",
+	       (unsigned long long)(tracker_counts.dealloc_minor + tracker_counts.dealloc_major));
 	printf("order_errors=%llu\n", (unsigned long long)tracker_counts.order_errors);
 	return 0;
 }

@@ -118,12 +118,12 @@ static int mode_account(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		alarm(CHILD_WATCHDOG_SECONDS);
-		unsigned long long dead_before = tracker_counts.dealloc_minor +
-						 tracker_counts.dealloc_major;
+		unsigned long long dead_before =
+		    tracker_counts.dealloc_minor + tracker_counts.dealloc_major;
 		for (int i = 0; i < BEFORE_FORK_BLOCKS; i++)
 			free(before[i]);
-		unsigned long long dead_after = tracker_counts.dealloc_minor +
-						tracker_counts.dealloc_major;
+		unsigned long long dead_after =
+		    tracker_counts.dealloc_minor + tracker_counts.dealloc_major;
 		unsigned long long words = allocate_tagged(after, BEFORE_FORK_BLOCKS);
 		memprof_stop();
 		printf("child_deallocs=%llu\n", dead_after - dead_before);

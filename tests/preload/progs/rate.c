@@ -45,8 +45,8 @@ int main(int argc, char **argv)
 	memprof_stop();
 	printf("words=%llu\n", words);
 	printf("samples=%llu\n", (unsigned long long)tracker_counts.samples[1]);
-	printf("blocks=%llu\n", (unsigned long long)(tracker_counts.alloc_minor +
-						    tracker_counts.alloc_major));
+	printf("blocks=%llu\n",
+	       (unsigned long long)(tracker_counts.alloc_minor + tracker_counts.alloc_major));
 	printf("live=%llu\n", tracker_live(1));
 	printf("order_errors=%llu\n", (unsigned long long)tracker_counts.order_errors);
 	return 0;

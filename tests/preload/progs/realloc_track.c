@@ -46,11 +46,11 @@ static int on_promote(void *arg, memprof_value minor, memprof_value *major)
 }
 
 static const memprof_tracker tracker = {
-	.alloc_minor = on_alloc,
-	.alloc_major = on_alloc,
-	.promote = on_promote,
-	.dealloc_minor = on_dealloc,
-	.dealloc_major = on_dealloc,
+    .alloc_minor = on_alloc,
+    .alloc_major = on_alloc,
+    .promote = on_promote,
+    .dealloc_minor = on_dealloc,
+    .dealloc_major = on_dealloc,
 };
 
 int main(void)
@@ -58,13 +58,13 @@ int main(void)
 	if (memprof_start(1.0, 0, &tracker) != 0)
 		return 1;
 	volatile size_t half = SIZE_MAX / 2;
-	char *p = malloc(100);      /* #1, 13 words */
+	char *p = malloc(100);	    /* #1, 13 words */
 	char *q = realloc(p, 1000); /* #1 dies, #2: 125 words */
 	char *volatile kept = q;
-	char *r = realloc(q, half); /* fails: nothing */
-	char *s = realloc(NULL, 40);     /* #3, 5 words */
-	char *t = realloc(s, 0);         /* #3 dies */
-	free(kept);                      /* #2 dies */
+	char *r = realloc(q, half);  /* fails: nothing */
+	char *s = realloc(NULL, 40); /* #3, 5 words */
+	char *t = realloc(s, 0);     /* #3 dies */
+	free(kept);		     /* #2 dies */
 	memprof_stop();
 	printf("failed=%d zero=%d\n", r == NULL, t == NULL);
 	printf("events=");

@@ -33,8 +33,8 @@ struct tracker_counts {
 	atomic_ullong alloc_minor, alloc_major, promote, dealloc_minor, dealloc_major;
 	atomic_ullong samples[TRACKER_TAGS]; /* sum of n_samples per tag */
 	atomic_ullong words[TRACKER_TAGS];   /* sum of sizes per tag */
-	atomic_ullong not_exact;             /* n_samples != size (rate 1 only) */
-	atomic_ullong order_errors;          /* a callback that should not come */
+	atomic_ullong not_exact;	     /* n_samples != size (rate 1 only) */
+	atomic_ullong order_errors;	     /* a callback that should not come */
 };
 
 static struct tracker_counts tracker_counts;
@@ -120,11 +120,11 @@ static int tracker_dealloc_major(void *arg, memprof_value v)
 }
 
 static const memprof_tracker checking_tracker = {
-	.alloc_minor = tracker_alloc_minor,
-	.alloc_major = tracker_alloc_major,
-	.promote = tracker_promote,
-	.dealloc_minor = tracker_dealloc_minor,
-	.dealloc_major = tracker_dealloc_major,
+    .alloc_minor = tracker_alloc_minor,
+    .alloc_major = tracker_alloc_major,
+    .promote = tracker_promote,
+    .dealloc_minor = tracker_dealloc_minor,
+    .dealloc_major = tracker_dealloc_major,
 };
 
 /* Records of a tag not dead yet. */
