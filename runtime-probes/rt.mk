@@ -17,8 +17,8 @@ RT_SAN_LIB := $(BUILD)/san/librt.a
 RT_NOHOOK_LIB := $(BUILD)/nohook/librt.a
 
 # The memprof core the hooked builds link against (the core's outputs).
-RT_MEMPROF_A ?= $(BUILD)/libmemprof.a
-RT_MEMPROF_SAN_A ?= $(BUILD)/san/libmemprof.a
+RT_MEMPROF_A := $(BUILD)/libmemprof.a
+RT_MEMPROF_SAN_A := $(BUILD)/san/libmemprof.a
 
 ALL_TARGETS += $(RT_LIB) $(RT_SAN_LIB) $(RT_NOHOOK_LIB) $(BUILD)/workload-seed-nohook
 
@@ -55,10 +55,7 @@ $(RT_TEST_NOHOOK_BIN): $(RT_GC_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(RT_NOHOOK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $^ -lcriterion $(LDLIBS)
 
-# Binaries that link the memprof core exist once the core's fragment does
-# (or when RT_MEMPROF_A names another build of it).
-ifneq ($(wildcard runtime-probes/core.mk)$(filter command line,$(origin RT_MEMPROF_A)),)
-
+# ---- Binaries that link the memprof core (runtime-probes/core.mk) ----
 ALL_TARGETS += $(BUILD)/workload-sites $(BUILD)/workload-seed
 
 WORKLOAD_SITES_OBJS := $(BUILD)/obj/runtime-probes/workloads/sites.o \
@@ -71,7 +68,8 @@ WORKLOAD_SEED_OBJS := $(BUILD)/obj/runtime-probes/workloads/seed.o \
 $(BUILD)/workload-seed: $(WORKLOAD_SEED_OBJS) $(RT_LIB) $(RT_MEMPROF_A)
 	$(CC) $(CFLAGS) -o $@ $^ $(MEMPROF_LIBS) $(LDLIBS)
 
-# ---- Tests (GC correctness with sampling off), plain and sanitized ----
+# ---- Tests: GC correctness (sampling off), rt as a memprof host (sampling
+# on), the workloads as programs; plain and sanitized ----
 RT_TEST_SRCS := $(wildcard tests/rt/*.c)
 RT_TEST_BIN := $(BUILD)/tests/rt/test-rt
 RT_TEST_SAN_BIN := $(BUILD)/san/tests/rt/test-rt
@@ -87,5 +85,3 @@ $(RT_TEST_BIN): $(RT_TEST_SRCS:%.c=$(BUILD)/obj/%.o) $(RT_LIB) $(RT_MEMPROF_A)
 $(RT_TEST_SAN_BIN): $(RT_TEST_SRCS:%.c=$(BUILD)/san/obj/%.o) $(RT_SAN_LIB) $(RT_MEMPROF_SAN_A)
 	@mkdir -p $(@D)
 	$(CC) $(SAN_CFLAGS) -o $@ $^ $(MEMPROF_LIBS) -lcriterion $(LDLIBS)
-
-endif
