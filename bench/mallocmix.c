@@ -9,7 +9,8 @@
  * tracer's start-up cost is not part of the figure.
  *
  * Output (stdout, one fact per line):
- *   work_ns <ns>
+ *   work_ns <ns>                 wall time of the work phase
+ *   work_cpu_ns <ns>             CPU time of the process during it (all threads)
  *   memprof_samples <n>          (only when the preload host is loaded)
  *   site <name> calls <n> bytes <requested bytes> live_bytes <bytes live at the end>
  */
@@ -153,12 +154,17 @@ NOINLINE static void run_work(uint64_t iterations)
 	}
 }
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* The preload host's control block, when the preload is loaded. */
@@ -267,11 +273,12 @@ int main(int argc, char **argv)
 	if (wait_tracer_s && wait_for_tracer((unsigned)wait_tracer_s))
 		return 1;
 
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	run_work(iterations);
-	uint64_t t1 = now_ns();
+	uint64_t t1 = now_ns(), c1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 
 	printf("work_ns %" PRIu64 "\n", t1 - t0);
+	printf("work_cpu_ns %" PRIu64 "\n", c1 - c0);
 	const struct memprof_probe_control *ctl = find_control();
 	if (ctl)
 		printf("memprof_samples %" PRIu64 "\n", (uint64_t)ctl->samples);

@@ -57,8 +57,10 @@ def parse_bpftrace(text, sites):
 
 
 def parse_memleak(text, sites):
-    reports = text.split("stacks with outstanding allocations:")
-    if len(reports) < 2:
+    # The last complete report: the one SIGINT cut short may be empty.
+    reports = [r for r in text.split("stacks with outstanding allocations:")[1:]
+               if "allocations from stack" in r]
+    if not reports:
         raise ValueError("memleak printed no report")
     last = reports[-1]
     est = {s: 0 for s in sites}

@@ -19,6 +19,7 @@ traced.  Without it the target must wait for the tracer itself (mallocmix
 
 Prints the target's stdout, then:
   target_s S            wall time from the (resumed) start to exit
+  target_cpu_s S        the target's user+system CPU time (whole life)
   memprof_ctl_samples N control block's sample counter, last value read
                         while the target ran (polled), when it has one
   loader_rc N, loader_cpu_s S, loader_maxrss_kb K   (with --loader)
@@ -262,7 +263,12 @@ def main():
     lcpu0 = proc_cpu_s(lp.pid) if lp else None
     lcpu1 = lrss = None
     tl = t0
-    while target.poll() is None:
+    target_status = target_ru = None
+    while True:
+        wpid, status, ru = os.wait4(pid, os.WNOHANG)
+        if wpid == pid:
+            target_status, target_ru = status, ru
+            break
         if lp:
             c = proc_cpu_s(lp.pid)
             if c is not None:
@@ -281,9 +287,11 @@ def main():
     th.join()
     sys.stdout.write("".join(stdout_text))
     print(f"target_s {t1 - t0:.6f}")
+    print(f"target_cpu_s {target_ru.ru_utime + target_ru.ru_stime:.6f}")
     if ctl_samples is not None:
         print(f"memprof_ctl_samples {ctl_samples}")
-    rc = target.returncode
+    rc = os.waitstatus_to_exitcode(target_status)
+    target.returncode = rc
     if lcpu0 is not None and lcpu1 is not None and tl > t0:
         print(f"loader_run_cpu_s {lcpu1 - lcpu0:.6f}")
         print(f"loader_run_cpu_pct {100.0 * (lcpu1 - lcpu0) / (tl - t0):.3f}")

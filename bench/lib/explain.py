@@ -16,6 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summarize import by_round, load  # noqa: E402
 
+CPU = "cpu_s"
 NOISE = 0.03  # a ratio within 3% of 1 whose range straddles 1 is "no measurable cost"
 
 
@@ -61,9 +62,9 @@ def t1(work):
     for kind in ("short", "long"):
         rt = os.path.join(work, f"t1-rt-{kind}.jsonl")
         ml = os.path.join(work, f"t1-ml-{kind}.jsonl")
-        r4u, r4t = ratio(rt, "0-1e-4", "base"), ratio(rt, "1-1e-4", "base")
-        m4u, m4t = ratio(ml, "0-1e-4", "base"), ratio(ml, "1-1e-4", "base")
-        r2t, m2t = ratio(rt, "1-1e-2", "base"), ratio(ml, "1-1e-2", "base")
+        r4u, r4t = ratio(rt, "0-1e-4", "base", CPU), ratio(rt, "1-1e-4", "base", CPU)
+        m4u, m4t = ratio(ml, "0-1e-4", "base", CPU), ratio(ml, "1-1e-4", "base", CPU)
+        r2t, m2t = ratio(rt, "1-1e-2", "base", CPU), ratio(ml, "1-1e-2", "base", CPU)
         if r4u is None and m4u is None:
             out.append(f"The {kind} workload was not measured.")
             continue
@@ -75,11 +76,11 @@ def t1(work):
                   f"{m2t[0]:.2f}x.")
         # Lowest rate at which the runtime's tracked cost is clearly measurable.
         for rate in ("1e-5", "1e-4", "1e-3", "1e-2"):
-            r = ratio(rt, f"1-{rate}", "base")
+            r = ratio(rt, f"1-{rate}", "base", CPU)
             if r and r[1] > 1.0 + NOISE / 3:
                 s += f" Tracked sampling first shows a cost above the round-to-round spread at {rate}."
                 break
-        hook = ratio(rt, "base", "nohook")
+        hook = ratio(rt, "base", "nohook", CPU)
         if hook:
             s += (f" The hook itself (core linked in, not sampling, against the runtime built "
                   f"without it) is {cost(hook)} here.")
@@ -93,15 +94,15 @@ def t2(work):
     mm = os.path.join(work, "t2-mm.jsonl")
     parts = []
     for rate in ("1e-5", "1e-4", "1e-3"):
-        r = ratio(rt, f"attached-{rate}", "detached", "values.target_s")
+        r = ratio(rt, f"attached-{rate}", "detached", "values.target_cpu_s")
         if r:
             parts.append(f"{r[0]:.2f}x at {rate}")
     if parts:
         out.append("On the runtime, attaching costs " + ", ".join(parts) + ".")
     ns = []
-    for path, label, metric, per in ((rt, "attached-1e-3", "values.target_s",
+    for path, label, metric, per in ((rt, "attached-1e-3", "values.target_cpu_s",
                                       "values.memprof_ctl_samples"),
-                                     (mm, "attached-1e-3", "values.work_ns",
+                                     (mm, "attached-1e-3", "values.work_cpu_ns",
                                       "values.memprof_samples")):
         if not os.path.exists(path):
             ns.append(None)
@@ -113,24 +114,25 @@ def t2(work):
         if any(isinstance(x, str) for x in (a, b, n)):
             ns.append(None)
             continue
-        scale = 1e9 if metric == "values.target_s" else 1.0
+        scale = 1e9 if metric == "values.target_cpu_s" else 1.0
         v = [(a[r] - b[r]) / n[r] * scale for r in set(a) & set(b) & set(n) if n[r]]
         ns.append(statistics.median(v) if v else None)
     if ns[0] is not None:
-        out.append(f"At 1e-3, where samples dominate the difference, each sample costs about "
-                   f"{ns[0]:,.0f} ns on the runtime")
+        out.append(f"At 1e-3, where samples dominate the difference, each traced sample costs"
+                   f" about {ns[0]:,.0f} ns of CPU on the runtime")
         if ns[1] is not None:
             out[-1] += f" and {ns[1]:,.0f} ns in the malloc preload"
-        out[-1] += (" (uprobe trap, BPF program, stack copy and the in-process sampling"
-                    " together; the field notes measured about 1 us for an int3 uprobe"
-                    " with a BPF program on this kind of machine).")
+        out[-1] += (" (call-stack capture, uprobe trap, BPF program, stack copy and the"
+                    " in-process sampling together; the field notes measured about 1 us for"
+                    " an int3 uprobe with a BPF program on this kind of machine, so most of"
+                    " a larger figure is the rest of that list).")
     elif ns[1] is not None:
         out.append(f"At 1e-3 each sample costs about {ns[1]:,.0f} ns in the malloc preload.")
-    pre = ratio(mm, "detached", "glibc", "values.work_ns")
+    pre = ratio(mm, "detached", "glibc", "values.work_cpu_ns")
     if pre:
         out.append(f"Loading the preload without a tracer costs {cost(pre)} on the malloc "
                    "workload.")
-    low = ratio(rt, "attached-1e-5", "detached", "values.target_s")
+    low = ratio(rt, "attached-1e-5", "detached", "values.target_cpu_s")
     if low:
         out.append(f"At the default rate 1e-5 the traced runtime runs at {cost(low)}.")
     if not out:
@@ -143,12 +145,15 @@ def t3(work):
     if not os.path.exists(path):
         return "Nothing in this table was measured in this run."
     tools = ["bpftrace", "memleak", "heaptrack", "jemalloc", "memprof-1e-5", "memprof-1e-4"]
-    got = {t: ratio(path, t, "glibc", "values.work_ns") for t in tools}
+    got = {t: ratio(path, t, "glibc", "values.work_cpu_ns") for t in tools}
     got = {t: r for t, r in got.items() if r}
+    wall = {t: ratio(path, t, "glibc", "values.work_ns") for t in tools}
     if not got:
         return "No tool completed a run."
     order = sorted(got, key=lambda t: got[t][0])
-    s = "Ordered by slowdown: " + ", ".join(f"{t} {got[t][0]:.2f}x" for t in order) + "."
+    s = "Ordered by CPU-time slowdown: " + ", ".join(
+        f"{t} {got[t][0]:.2f}x" + (f" (wall {wall[t][0]:.2f}x)" if wall.get(t) else "")
+        for t in order) + "."
     exact = [t for t in ("bpftrace", "memleak", "heaptrack") if t in got]
     if exact:
         s += (f" {', '.join(exact)} see every call, so their per-site figures are exact when"
@@ -156,8 +161,8 @@ def t3(work):
               " every malloc and free.")
     mp = [t for t in ("memprof-1e-5", "memprof-1e-4") if t in got]
     if mp and "bpftrace" in got:
-        s += (f" memprof-bpf at 1e-5 runs {got['bpftrace'][0] / got[mp[0]][0]:.0f} times"
-              " faster than bpftrace here, trading exact counts for Poisson estimates whose"
+        s += (f" memprof-bpf at {mp[0][8:]} costs {got['bpftrace'][0] / got[mp[0]][0]:.0f} times"
+              " less CPU than bpftrace here, trading exact counts for Poisson estimates whose"
               " spread the standard deviations in the table show (beyond 5.7 sd would mean"
               " a bias).")
     return s

@@ -9,7 +9,8 @@ usage:
       median of M(LABEL) * K
   summarize.py perunit RESULTS LABEL BASE --per M2 [--metric M] [--scale K]
       median over rounds of (M(LABEL) - M(BASE)) / M2(LABEL) * K
-      (e.g. the extra nanoseconds per sample)
+      (e.g. the extra nanoseconds per sample); --per-count N divides by the
+      constant N instead
   summarize.py check   RESULTS LABEL...
       prints nothing and exits 0 when every run of every LABEL succeeded;
       otherwise prints "not available: <first error>" and exits 1
@@ -73,7 +74,8 @@ def fmt_num(x, fmt):
 
 def main():
     args = sys.argv[1:]
-    opts = {"--metric": "wall_s", "--scale": "1", "--fmt": None, "--per": None}
+    opts = {"--metric": "wall_s", "--scale": "1", "--fmt": None, "--per": None,
+            "--per-count": None}
     pos = []
     i = 0
     while i < len(args):
@@ -130,9 +132,12 @@ def main():
         return
 
     if cmd == "perunit":
-        if not opts["--per"]:
-            sys.exit("summarize: perunit needs --per")
-        per = by_round(runs, pos[2], opts["--per"])
+        if opts["--per-count"]:
+            per = {r: float(opts["--per-count"]) for r in rounds}
+        elif opts["--per"]:
+            per = by_round(runs, pos[2], opts["--per"])
+        else:
+            sys.exit("summarize: perunit needs --per or --per-count")
         if isinstance(per, str):
             na(per)
         vals = [(a[r] - b[r]) / per[r] * scale for r in rounds if per.get(r)]

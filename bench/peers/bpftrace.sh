@@ -10,6 +10,10 @@ mm=$1 dir=$2 iters=$3
 command -v bpftrace >/dev/null || { echo "bpftrace is not installed" >&2; exit 1; }
 libc=$(libc_of "$mm")
 sed "s|@LIBC@|$libc|g" "$here/malloc-stacks.bt" >"$dir/malloc-stacks.bt"
+# Truncate here, not in the background job: a stale line from the previous
+# run must not be mistaken for this run's.
+: >"$dir/bpftrace.workload"
+: >"$dir/bpftrace.out"
 "$mm" --wait-signal --hold 3 --iterations "$iters" >"$dir/bpftrace.workload" &
 mp=$!
 wait_for_line "$dir/bpftrace.workload" '^ready' 10 || { echo "mallocmix did not start" >&2; kill $mp; exit 1; }

@@ -8,6 +8,10 @@ here=$(dirname "$0")
 . "$here/../lib/common.sh"
 mm=$1 dir=$2 iters=$3 headers=$4
 command -v memleak-bpfcc >/dev/null || { echo "memleak-bpfcc is not installed" >&2; exit 1; }
+# Truncate here, not in the background job: a stale line from the previous
+# run must not be mistaken for this run's.
+: >"$dir/memleak.workload"
+: >"$dir/memleak.out"
 "$mm" --wait-signal --hold 4 --iterations "$iters" >"$dir/memleak.workload" &
 mp=$!
 wait_for_line "$dir/memleak.workload" '^ready' 10 || { echo "mallocmix did not start" >&2; kill $mp; exit 1; }

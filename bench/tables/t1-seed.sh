@@ -12,7 +12,7 @@ OCAML_BIN=$WORK/ocaml-memprof-bench
 if [ "$BENCH_QUICK" = 1 ]; then
 	RT_SHORT_N=2000000 RT_LONG_N=1500000 ML_SHORT_N=40000000 ML_LONG_N=2000000
 else
-	RT_SHORT_N=20000000 RT_LONG_N=4000000 ML_SHORT_N=400000000 ML_LONG_N=15000000
+	RT_SHORT_N=80000000 RT_LONG_N=8000000 ML_SHORT_N=400000000 ML_LONG_N=15000000
 fi
 
 # ---- rt ----
@@ -70,15 +70,16 @@ for kind in short long; do
 done
 
 rt_cell() { # kind label base
-	if [ -n "$rt_missing" ]; then na "$rt_missing"; else $S ratio "$WORK/t1-rt-$1.jsonl" "$2" "$3"; fi
+	if [ -n "$rt_missing" ]; then na "$rt_missing"; else $S ratio "$WORK/t1-rt-$1.jsonl" "$2" "$3" --metric cpu_s; fi
 }
 ml_cell() { # kind label
-	if [ -n "$ml_missing" ]; then na "$ml_missing"; else $S ratio "$WORK/t1-ml-$1.jsonl" "$2" base; fi
+	if [ -n "$ml_missing" ]; then na "$ml_missing"; else $S ratio "$WORK/t1-ml-$1.jsonl" "$2" base --metric cpu_s; fi
 }
 
 echo "## Table 1: sampling cost in the runtime (the seed's benchmark)"
 echo
-echo "Time of the reference runtime (build/workload-seed) sampling at each rate, divided by the"
+echo "CPU time (user+system, whole process) of the reference runtime (build/workload-seed)"
+echo "sampling at each rate, divided by the"
 echo "same binary with the core present but not sampling (--rate 0). Short: a 3-field record"
 echo "allocated in a loop and dropped ($RT_SHORT_N records). Long: each record stored into a"
 echo "1,000,000-slot array, so it is promoted and dies in the major heap ($RT_LONG_N records)."

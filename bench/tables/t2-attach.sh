@@ -34,6 +34,8 @@ spec=$WORK/t2-rt.spec
 	for r in $RATES; do
 		printf 'attached-%s\t%s --loader %s --rate %s --out %s --stop-until-attached -- %s --kind short --tracked 0 --rate 0 --iterations %s\n' \
 			$r "$AR" "$LOADER" $r "$WORK/t2-rt-$r.folded" "$SEED" $RT_N
+		printf 'inprocess-%s\t%s --stop-until-attached -- %s --kind short --tracked 0 --rate %s --iterations %s\n' \
+			$r "$AR" "$SEED" $r $RT_N
 	done
 } >"$spec"
 if [ -z "$rt_missing" ]; then
@@ -78,11 +80,18 @@ else
 	fi
 fi
 
-rt_ratio() { [ -n "$rt_missing" ] && na "$rt_missing" || $S ratio "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_s; }
-rt_ns() { [ -n "$rt_missing" ] && na "$rt_missing" || $S perunit "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_s --per values.memprof_ctl_samples --scale 1e9; }
+rt_ratio() { [ -n "$rt_missing" ] && na "$rt_missing" || $S ratio "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s; }
+rt_ns() { [ -n "$rt_missing" ] && na "$rt_missing" || $S perunit "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s --per values.memprof_ctl_samples --scale 1e9; }
+# In-process sampling alone (no tracer, no call stack): its samples are not
+# counted by the control block, so the expected count (rate x words) is used.
+rt_inproc_ns() {
+	[ -n "$rt_missing" ] && { na "$rt_missing"; return; }
+	$S perunit "$WORK/t2-rt.jsonl" "inprocess-$1" detached --metric values.target_cpu_s \
+		--per-count "$(python3 -c "print($1 * $RT_N * 4)")" --scale 1e9
+}
 rt_samples() { [ -n "$rt_missing" ] && na "$rt_missing" || $S median "$WORK/t2-rt.jsonl" "$1" --metric values.memprof_ctl_samples --fmt %.0f; }
-mm_ratio() { [ -n "$mm_missing" ] && na "$mm_missing" || $S ratio "$WORK/t2-mm.jsonl" "$1" "${2:-detached}" --metric values.work_ns; }
-mm_ns() { [ -n "$mm_missing" ] && na "$mm_missing" || $S perunit "$WORK/t2-mm.jsonl" "$1" detached --metric values.work_ns --per values.memprof_samples; }
+mm_ratio() { [ -n "$mm_missing" ] && na "$mm_missing" || $S ratio "$WORK/t2-mm.jsonl" "$1" "${2:-detached}" --metric values.work_cpu_ns; }
+mm_ns() { [ -n "$mm_missing" ] && na "$mm_missing" || $S perunit "$WORK/t2-mm.jsonl" "$1" detached --metric values.work_cpu_ns --per values.memprof_samples; }
 mm_samples() { [ -n "$mm_missing" ] && na "$mm_missing" || $S median "$WORK/t2-mm.jsonl" "$1" --metric values.memprof_samples --fmt %.0f; }
 
 echo "## Table 2: attached vs detached (USDT probes to BPF maps)"
@@ -90,22 +99,25 @@ echo
 echo "Attached: build/memprof-bpf attach PID --rate R, the target sampling for the tracer only"
 echo "(no in-process profile). Detached: the same binary, no tracer. Runtime: workload-seed --kind"
 echo "short --rate 0 ($RT_N records); the target is stopped right after exec and resumed once the"
-echo "kernel has raised the memprof:sample semaphore, and the time is the target's wall time from"
-echo "resume to exit. Malloc: build/bench/mallocmix ($MM_N iterations, five sites, sizes 16 B-64 KiB,"
-echo "short and long lifetimes) under LD_PRELOAD=libmemprof-preload.so; the time is its own work"
-echo "phase, which starts once the tracer's sampling is on. Cost per sample = (attached - detached)"
-echo "/ samples, the samples read from the target's control block: it includes the in-process"
-echo "sampling, the uprobe trap, the BPF program and its stack copy."
+echo "kernel has raised the memprof:sample semaphore; the figure is the target's CPU time"
+echo "(user+system, where the uprobe traps and BPF programs are charged). Malloc: build/bench/mallocmix"
+echo "($MM_N iterations, five sites, sizes 16 B-64 KiB, short and long lifetimes) under"
+echo "LD_PRELOAD=libmemprof-preload.so; the figure is the CPU time of its work phase, which starts once"
+echo "the tracer's sampling is on. Cost per sample = (attached - detached) / samples, the samples read"
+echo "from the target's control block: it includes the in-process sampling, the call-stack capture"
+echo "for the probe, the uprobe trap, the BPF program and its stack copy. The last column runs the"
+echo "runtime sampling at the same rate in-process (untracked callbacks, no call stack, no tracer),"
+echo "divided by the expected sample count (rate x words allocated): the part that is not the tracer."
 echo
-echo "| target | rate | time attached / detached | samples | ns per sample |"
-echo "|---|---|---|---|---|"
+echo "| target | rate | CPU time attached / detached | samples | CPU ns per sample | in-process sampling alone: CPU ns per sample |"
+echo "|---|---|---|---|---|---|"
 for r in $RATES; do
-	echo "| rt (workload-seed short) | $r | $(rt_ratio attached-$r) | $(rt_samples attached-$r) | $(rt_ns attached-$r) |"
+	echo "| rt (workload-seed short) | $r | $(rt_ratio attached-$r) | $(rt_samples attached-$r) | $(rt_ns attached-$r) | $(rt_inproc_ns $r) |"
 done
 for r in $RATES; do
-	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) |"
+	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) | - |"
 done
-echo "| malloc: preload loaded, detached / plain glibc | - | $(mm_ratio detached glibc) | - | - |"
+echo "| malloc: preload loaded, detached / plain glibc | - | $(mm_ratio detached glibc) | - | - | - |"
 echo
 echo "Detached probe site (build/bench/probeloop under callgrind, $LOOP_N iterations of a loop with"
 echo "one semaphore-guarded 7-argument USDT probe, the shape of memprof:sample, against the same"

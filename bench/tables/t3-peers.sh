@@ -53,14 +53,14 @@ else
 	"$MM" --iterations $N >"$DIR/exact.txt"
 fi
 
-slow() { # label [base]
-	if [ -n "$mm_missing" ]; then na "$mm_missing"; return; fi
-	$S ratio "$DIR/t3.jsonl" "$1" "${2:-glibc}" --metric values.work_ns
+slow() { # label [base]: CPU-time ratio | wall-time ratio
+	if [ -n "$mm_missing" ]; then echo "$(na "$mm_missing") |"; return; fi
+	echo "$($S ratio "$DIR/t3.jsonl" "$1" "${2:-glibc}" --metric values.work_cpu_ns) | $($S ratio "$DIR/t3.jsonl" "$1" "${2:-glibc}" --metric values.work_ns)"
 }
 acc() { # tool output [rate]: the accuracy cells, or n/a cells
 	local cells
 	if [ -n "$mm_missing" ]; then cells=$(na "$mm_missing"); else
-		cells=$(python3 bench/lib/accuracy.py "$@" "$DIR/exact.txt" | tail -n 1)
+		cells=$(python3 bench/lib/accuracy.py "$1" "$2" "$DIR/exact.txt" ${3:+"$3"} | tail -n 1)
 	fi
 	case $cells in
 	"not available"*) echo "$cells | | | | | |" ;;
@@ -76,34 +76,36 @@ row() { # name label accuracy-args...
 	local name=$1 label=$2 err
 	shift 2
 	if err=$(failed "$label"); then
-		echo "| $name | $err | | | | | | |"
+		echo "| $name | $err | | | | | | | |"
 	else
 		echo "| $name | $(slow "$label") | $(acc "$@") |"
 	fi
 }
 
-sites=$(python3 bench/lib/accuracy.py sites "$DIR/exact.txt" 2>/dev/null | tr '\n' ' ')
+sites=$(python3 bench/lib/accuracy.py sites "$DIR/exact.txt" 2>/dev/null | paste -sd ' ')
 echo "## Table 3: peers on the same malloc workload"
 echo
 echo "build/bench/mallocmix, $N iterations: five allocation sites (largest exact bytes first:"
 echo "${sites:-unknown}), fixed seed, so every run allocates the same sizes in the same order and"
 echo "the program prints exact per-site totals. Slowdown: the workload's own work phase (each tool"
-echo "attached or loaded before it starts) against plain glibc, interleaved rounds. Accuracy: the"
+echo "attached or loaded before it starts) against plain glibc, interleaved rounds, in CPU time of"
+echo "the workload process (where uprobe traps and BPF programs are charged) and in wall time"
+echo "(which also sees work a tool does in another process, e.g. heaptrack's). Accuracy: the"
 echo "tool's per-site figure divided by the exact one, from the last round. What is compared"
 echo "depends on what the tool reports: bytes allocated (bpftrace, jemalloc, memprof-bpf), bytes"
 echo "still live at the end (memleak; '-' where the exact live figure is 0), or allocation calls"
 echo "(heaptrack, whose folded output has no allocated-bytes cost). For the Poisson-sampled"
 echo "memprof-bpf each ratio has its distance from 1 in standard deviations."
 echo
-printf '| tool | slowdown vs glibc | compared |'
+printf '| tool | slowdown vs glibc (CPU) | (wall) | compared |'
 for s in $sites; do printf ' %s |' "$s"; done
 echo
-echo "|---|---|---|---|---|---|---|---|"
+echo "|---|---|---|---|---|---|---|---|---|"
 row "bpftrace 0.17 (uprobes on malloc, free; @bytes[ustack])" bpftrace bpftrace "$DIR/bpftrace.out"
 if [ -n "$headers" ]; then
 	row "bcc memleak-bpfcc -p PID (outstanding allocations)" memleak memleak "$DIR/memleak.out"
 else
-	echo "| bcc memleak-bpfcc | $(na "no kernel headers (linux-headers-amd64) to give it") | | | | | | |"
+	echo "| bcc memleak-bpfcc | $(na "no kernel headers (linux-headers-amd64) to give it") | | | | | | | |"
 fi
 row "heaptrack 1.4" heaptrack heaptrack "$DIR/heaptrack.folded"
 row "jemalloc 5.3 prof, lg_prof_sample:19" jemalloc jemalloc "$DIR/jemalloc.out"

@@ -96,7 +96,7 @@ if [ -z "$la_missing" ]; then
 	echo "its CPU time. RSS: the loader's VmRSS during the run, and its peak (ru_maxrss, start-up"
 	echo "included). Medians of $REPS rounds."
 	echo
-	echo "| asked samples/s | rate | achieved samples/s | loader CPU % | loader RSS (KiB) | loader peak RSS (KiB) | target slowdown vs detached |"
+	echo "| asked samples/s | rate | achieved samples/s | loader CPU % | loader RSS (KiB) | loader peak RSS (KiB) | target CPU time vs detached |"
 	echo "|---|---|---|---|---|---|---|"
 	while read -r k rate; do
 		ach=$(python3 - "$WORK/t4-loader.jsonl" "$k" <<'PY'
@@ -109,7 +109,7 @@ PY
 		cpu=$($S median "$WORK/t4-loader.jsonl" "$k" --metric values.loader_run_cpu_pct --fmt %.2f)
 		rss=$($S median "$WORK/t4-loader.jsonl" "$k" --metric values.loader_rss_kb --fmt %.0f)
 		peak=$($S median "$WORK/t4-loader.jsonl" "$k" --metric values.loader_maxrss_kb --fmt %.0f)
-		slow=$($S ratio "$WORK/t4-loader.jsonl" "$k" detached --metric values.target_s)
+		slow=$($S ratio "$WORK/t4-loader.jsonl" "$k" detached --metric values.target_cpu_s)
 		echo "| $k | $rate | $ach | $cpu | $rss | $peak | $slow |"
 	done <"$WORK/t4-rates.txt"
 else
