@@ -11,14 +11,18 @@ MEMPROF_LIBS := -lpthread -lm -lgcc_s
 # The core is linked into one relocatable object whose only global symbols
 # are memprof_*: its internal helpers cannot clash with a host's names.
 CORE_KEEP_GLOBALS := --wildcard --keep-global-symbol='memprof_*'
+# Internal state, prefixed but not part of any interface.
+CORE_LOCALS := --localize-symbol=memprof_core --localize-symbol=memprof_ts
 
-$(BUILD)/obj/memprof-core.o: $(CORE_OBJS)
-	ld -r -o $@ $^
+$(BUILD)/obj/memprof-core.o: $(CORE_OBJS) runtime-probes/core.mk
+	ld -r -o $@ $(filter %.o,$^)
 	objcopy $(CORE_KEEP_GLOBALS) $@
+	objcopy $(CORE_LOCALS) $@
 
-$(BUILD)/san/obj/memprof-core.o: $(CORE_SAN_OBJS)
-	ld -r -o $@ $^
+$(BUILD)/san/obj/memprof-core.o: $(CORE_SAN_OBJS) runtime-probes/core.mk
+	ld -r -o $@ $(filter %.o,$^)
 	objcopy $(CORE_KEEP_GLOBALS) $@
+	objcopy $(CORE_LOCALS) $@
 
 $(BUILD)/libmemprof.a: $(BUILD)/obj/memprof-core.o
 	rm -f $@ && ar rcs $@ $^
