@@ -88,7 +88,8 @@ typedef struct memprof_tracker {
  * Start sampling at `rate` samples per word, capturing at most
  * `callstack_size` frames per sample.  The tracker is copied.
  * Returns 0, EINVAL (rate is NaN or outside [0,1]) or EBUSY (already
- * sampling).  Legal inside a callback.
+ * sampling), or ENOMEM if the profile itself cannot be allocated.  Legal
+ * inside a callback.
  */
 int memprof_start(double rate, size_t callstack_size,
 		  const memprof_tracker *tracker);
