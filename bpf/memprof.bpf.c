@@ -53,14 +53,6 @@ struct {
 	__type(value, struct memprof_block);
 } blocks SEC(".maps");
 
-/* The stack being read, too large for the BPF stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct memprof_stack);
-} scratch SEC(".maps");
-
 /* Multiplier of the stack hash (64-bit golden ratio). */
 #define STACK_HASH_MULT 0x9e3779b97f4a7c15ull
 
@@ -74,31 +66,78 @@ static __always_inline void count(enum memprof_counter c)
 	__sync_fetch_and_add(&counters[c], 1);
 }
 
-static __always_inline __u64 stack_hash(const struct memprof_stack *s)
-{
-	__u64 h = s->len * STACK_HASH_MULT + 1;
+/*
+ * The sampled stack stays in the target's memory (the probe's caller keeps
+ * it alive while the handler runs) and is read in chunks onto the BPF
+ * stack: no shared scratch buffer, which a preempted handler could see
+ * overwritten by another thread's.
+ */
+struct user_stack {
+	__u64 ptr; /* user address of the PCs, innermost first */
+	__u32 len; /* 1..MEMPROF_STACK_DEPTH */
+};
 
-	for (int i = 0; i < MEMPROF_STACK_DEPTH; i++) {
-		if (i >= s->len)
-			break;
-		h = (h ^ s->pcs[i]) * STACK_HASH_MULT;
-		h ^= h >> 29;
+/* PCs read at once onto the BPF stack. */
+#define STACK_CHUNK 8
+#define STACK_CHUNKS (MEMPROF_STACK_DEPTH / STACK_CHUNK)
+
+/* Read chunk c of s into buf; returns its PC count, or -1 on a fault. */
+static __always_inline int chunk_read(const struct user_stack *s, __u32 c, __u64 *buf)
+{
+	__u32 first = c * STACK_CHUNK, n;
+
+	if (first >= s->len)
+		return 0;
+	n = s->len - first;
+	if (n > STACK_CHUNK)
+		n = STACK_CHUNK;
+	if (bpf_probe_read_user(buf, n * sizeof(__u64), (const void *)(s->ptr + first * 8)))
+		return -1;
+	return n;
+}
+
+/* 64-bit hash of the PCs; -1 in *fault if they could not be read. */
+static __always_inline __u64 stack_hash(const struct user_stack *s, int *fault)
+{
+	__u64 h = s->len * STACK_HASH_MULT + 1, buf[STACK_CHUNK];
+
+	*fault = 0;
+	for (__u32 c = 0; c < STACK_CHUNKS; c++) {
+		int n = chunk_read(s, c, buf);
+
+		if (n < 0) {
+			*fault = 1;
+			return 0;
+		}
+		for (int i = 0; i < STACK_CHUNK; i++) {
+			if (i >= n)
+				break;
+			h = (h ^ buf[i]) * STACK_HASH_MULT;
+			h ^= h >> 29;
+		}
 	}
 	return h;
 }
 
-/* The stack stored under id, if it is s; else MEMPROF_STACK_UNKNOWN. */
-static __always_inline __u32 stacks_check(__u32 id, const struct memprof_stack *s)
+/* id if the stack stored under it is s; else MEMPROF_STACK_UNKNOWN. */
+static __always_inline __u32 stacks_check(__u32 id, const struct user_stack *s)
 {
 	const struct memprof_stack *kept = bpf_map_lookup_elem(&stacks, &id);
+	__u64 buf[STACK_CHUNK];
 
 	if (!kept || kept->len != s->len)
 		goto collide;
-	for (int i = 0; i < MEMPROF_STACK_DEPTH; i++) {
-		if (i >= s->len)
-			break;
-		if (kept->pcs[i] != s->pcs[i])
+	for (__u32 c = 0; c < STACK_CHUNKS; c++) {
+		int n = chunk_read(s, c, buf);
+
+		if (n < 0)
 			goto collide;
+		for (int i = 0; i < STACK_CHUNK; i++) {
+			if (i >= n)
+				break;
+			if (kept->pcs[(c * STACK_CHUNK + i) & (MEMPROF_STACK_DEPTH - 1)] != buf[i])
+				goto collide;
+		}
 	}
 	return id;
 collide:
@@ -106,14 +145,19 @@ collide:
 	return MEMPROF_STACK_UNKNOWN;
 }
 
-/* Stack id of s, stored on first sight; MEMPROF_STACK_UNKNOWN if full. */
-static __always_inline __u32 stacks_intern(const struct memprof_stack *s)
+/* Stack id of s, stored on first sight; MEMPROF_STACK_UNKNOWN if it cannot be. */
+static __always_inline __u32 stacks_intern(const struct user_stack *s)
 {
-	__u64 h = stack_hash(s);
-	__u32 *known = bpf_map_lookup_elem(&stack_ids, &h);
+	int fault;
+	__u64 h = stack_hash(s, &fault);
+	__u32 *known, id;
 	struct memprof_stack *slot;
-	__u32 id;
 
+	if (fault) {
+		count(MEMPROF_CNT_DROP_STACK_READ);
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	known = bpf_map_lookup_elem(&stack_ids, &h);
 	if (known)
 		return stacks_check(*known, s);
 	if (next_stack_id >= MEMPROF_MAX_STACKS) {
@@ -126,7 +170,12 @@ static __always_inline __u32 stacks_intern(const struct memprof_stack *s)
 		count(MEMPROF_CNT_DROP_STACKS_FULL);
 		return MEMPROF_STACK_UNKNOWN;
 	}
-	__builtin_memcpy(slot, s, sizeof(*slot));
+	/* The PCs first, then len: the slot is published by the hash insert. */
+	if (bpf_probe_read_user(slot->pcs, s->len * sizeof(__u64), (const void *)s->ptr)) {
+		count(MEMPROF_CNT_DROP_STACK_READ);
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	slot->len = s->len;
 	if (bpf_map_update_elem(&stack_ids, &h, &id, BPF_NOEXIST) == 0)
 		return id;
 	/* Another CPU interned it first (our slot stays unused), or full. */
@@ -150,27 +199,15 @@ static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 
 
 static __always_inline __u32 sample_stack(__u64 stack_ptr, __u64 stack_len)
 {
-	__u32 zero = 0;
-	struct memprof_stack *s = bpf_map_lookup_elem(&scratch, &zero);
-	__u32 len = stack_len;
+	struct user_stack s = {.ptr = stack_ptr, .len = stack_len};
 
-	if (!s) {
-		count(MEMPROF_CNT_DROP_SCRATCH);
-		return MEMPROF_STACK_UNKNOWN;
-	}
 	if (stack_len > MEMPROF_STACK_DEPTH) {
 		count(MEMPROF_CNT_TRUNCATED_STACKS);
-		len = MEMPROF_STACK_DEPTH;
+		s.len = MEMPROF_STACK_DEPTH;
 	}
-	if (len == 0)
+	if (s.len == 0)
 		return MEMPROF_STACK_UNKNOWN;
-	s->len = len;
-	s->pad = 0;
-	if (bpf_probe_read_user(s->pcs, len * sizeof(__u64), (const void *)stack_ptr)) {
-		count(MEMPROF_CNT_DROP_STACK_READ);
-		return MEMPROF_STACK_UNKNOWN;
-	}
-	return stacks_intern(s);
+	return stacks_intern(&s);
 }
 
 SEC("usdt")

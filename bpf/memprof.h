@@ -74,7 +74,6 @@ enum memprof_counter {
 	MEMPROF_CNT_DROP_STACK_HASH,	/* stack dedupe hash full: unknown stack */
 	MEMPROF_CNT_DROP_STACK_COLLIDE, /* two stacks, one 64-bit hash: unknown stack */
 	MEMPROF_CNT_DROP_STACK_READ,	/* stack unreadable: unknown stack */
-	MEMPROF_CNT_DROP_SCRATCH,	/* per-CPU scratch missing */
 	MEMPROF_CNT_ORPHAN_PROMOTES,	/* promote of an id never sampled */
 	MEMPROF_CNT_ORPHAN_DEALLOCS,	/* dealloc of an id never sampled */
 	MEMPROF_CNT_DOUBLE_PROMOTES,	/* second promote of one id */

@@ -233,8 +233,13 @@ static void refresh_maps(pid_t pid, struct symbolizer *sym)
 {
 	struct proc_maps maps;
 
-	if (proc_maps_read(pid, &maps) == 0)
+	if (proc_maps_read(pid, &maps))
+		return;
+	/* A process that exited meanwhile shows no mappings: keep the last ones. */
+	if (maps.n)
 		symbolizer_set_maps(sym, &maps);
+	else
+		proc_maps_free(&maps);
 }
 
 /* Returns 1 if the target exited. */
@@ -306,7 +311,6 @@ static void report_counters(const struct tracer *tr)
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
-	    tracer_counter(tr, MEMPROF_CNT_DROP_SCRATCH),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
 	};
 	uint64_t dropped = 0;
@@ -336,9 +340,8 @@ static void report_counters(const struct tracer *tr)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
 			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
-			", stack unreadable %" PRIu64 ", no scratch %" PRIu64
-			", stack hash collision %" PRIu64 "\n",
-			drops[0], drops[1], drops[2], drops[3], drops[4], drops[5]);
+			", stack unreadable %" PRIu64 ", stack hash collision %" PRIu64 "\n",
+			drops[0], drops[1], drops[2], drops[3], drops[4]);
 	if (orphans)
 		fprintf(stderr,
 			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks this "

@@ -7,8 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int region_push(struct proc_maps *m, size_t *cap, const struct map_region *r)
+#define DELETED_SUFFIX " (deleted)"
+
+static int region_push(struct proc_maps *m, size_t *cap, const struct map_region *r, pid_t pid)
 {
+	char map_file[96];
+	struct map_region *nr;
+
 	if (m->n == *cap) {
 		size_t ncap = *cap ? 2 * *cap : 64;
 		struct map_region *v = realloc(m->regions, ncap * sizeof(*v));
@@ -18,10 +23,18 @@ static int region_push(struct proc_maps *m, size_t *cap, const struct map_region
 		m->regions = v;
 		*cap = ncap;
 	}
-	m->regions[m->n] = *r;
-	m->regions[m->n].path = strdup(r->path);
-	if (!m->regions[m->n].path)
+	nr = &m->regions[m->n];
+	*nr = *r;
+	/* A deleted file is still readable through the mapping itself. */
+	snprintf(map_file, sizeof(map_file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+		 r->start, r->end);
+	nr->path = strdup(r->path);
+	nr->open_path = strdup(r->deleted ? map_file : r->path);
+	if (!nr->path || !nr->open_path) {
+		free(nr->path);
+		free(nr->open_path);
 		return -ENOMEM;
+	}
 	m->n++;
 	return 0;
 }
@@ -41,6 +54,7 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (!err && getline(&line, &len, f) > 0) {
 		struct map_region r = {0};
+		size_t len_path;
 		char perms[8];
 		int path_at = -1;
 
@@ -50,11 +64,17 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 		    path_at < 0)
 			continue;
 		r.path = line + path_at;
-		/* Anonymous, [heap], [vdso]..., and files deleted since mapping. */
-		if (r.path[0] != '/' || strstr(r.path, " (deleted)"))
+		/* Anonymous, [heap], [vdso]... */
+		if (r.path[0] != '/')
 			continue;
+		len_path = strlen(r.path);
+		if (len_path > strlen(DELETED_SUFFIX) &&
+		    !strcmp(r.path + len_path - strlen(DELETED_SUFFIX), DELETED_SUFFIX)) {
+			r.path[len_path - strlen(DELETED_SUFFIX)] = '\0';
+			r.deleted = 1;
+		}
 		r.exec = strchr(perms, 'x') != NULL;
-		err = region_push(out, &cap, &r);
+		err = region_push(out, &cap, &r, pid);
 	}
 	free(line);
 	fclose(f);
@@ -65,8 +85,10 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 
 void proc_maps_free(struct proc_maps *m)
 {
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->n; i++) {
 		free(m->regions[i].path);
+		free(m->regions[i].open_path);
+	}
 	free(m->regions);
 	m->regions = NULL;
 	m->n = 0;

@@ -8,8 +8,10 @@
 
 struct map_region {
 	uint64_t start, end, offset;
-	int exec;   /* mapped executable */
-	char *path; /* absolute path of the mapped file */
+	int exec;	 /* mapped executable */
+	int deleted;	 /* the file was deleted or replaced since it was mapped */
+	char *path;	 /* absolute path of the mapped file (without " (deleted)") */
+	char *open_path; /* where to read it: path, or /proc/PID/map_files/... */
 };
 
 struct proc_maps {

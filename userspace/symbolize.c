@@ -49,9 +49,10 @@ const struct proc_maps *symbolizer_maps(const struct symbolizer *sym)
 	return &sym->maps;
 }
 
-enum elf_image_status symbolizer_image(struct symbolizer *sym, const char *path,
+enum elf_image_status symbolizer_image(struct symbolizer *sym, const struct map_region *r,
 				       const struct elf_image **img, char *err, size_t errlen)
 {
+	const char *path = r->path;
 	struct cached_image *c;
 
 	if (errlen)
@@ -80,7 +81,7 @@ enum elf_image_status symbolizer_image(struct symbolizer *sym, const char *path,
 		snprintf(err, errlen, "out of memory");
 		return ELF_IMAGE_IO;
 	}
-	c->status = elf_image_open(path, &c->img, err, errlen);
+	c->status = elf_image_open(r->open_path, &c->img, err, errlen);
 	sym->n_cache++;
 	*img = c->status == ELF_IMAGE_OK ? &c->img : NULL;
 	return c->status;
@@ -112,7 +113,7 @@ void symbolizer_frame(struct symbolizer *sym, uint64_t pc, char *buf, size_t len
 	base = strrchr(r->path, '/');
 	base = base ? base + 1 : r->path;
 	vaddr = addr - (r->start - r->offset);
-	if (symbolizer_image(sym, r->path, &img, err, 0) == ELF_IMAGE_OK) {
+	if (symbolizer_image(sym, r, &img, err, 0) == ELF_IMAGE_OK) {
 		vaddr = addr - elf_image_bias(img, r->start, r->offset);
 		s = elf_image_lookup(img, vaddr);
 	}

@@ -22,10 +22,11 @@ void symbolizer_set_maps(struct symbolizer *sym, struct proc_maps *maps);
 const struct proc_maps *symbolizer_maps(const struct symbolizer *sym);
 
 /*
- * The cached image of path.  Returns its status; *img is set when it is
- * ELF_IMAGE_OK.  err gets the reason of a failure (the first time only).
+ * The cached image of region r's file (read from r->open_path the first
+ * time).  Returns its status; *img is set when it is ELF_IMAGE_OK.  err
+ * gets the reason of a failure (the first time only).
  */
-enum elf_image_status symbolizer_image(struct symbolizer *sym, const char *path,
+enum elf_image_status symbolizer_image(struct symbolizer *sym, const struct map_region *r,
 				       const struct elf_image **img, char *err, size_t errlen);
 
 /*

@@ -55,13 +55,13 @@ enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target 
 
 		if (seen_path(m, i, r->path))
 			continue;
-		st = symbolizer_image(sym, r->path, &img, err, errlen);
+		st = symbolizer_image(sym, r, &img, err, errlen);
 		if (st == ELF_IMAGE_NOT_ELF || st == ELF_IMAGE_IO)
 			continue; /* data files; files we cannot open are not probed */
 		if (st == ELF_IMAGE_CORRUPT)
 			return TARGET_BAD_ELF;
 		if (img->probes & (1u << ELF_PROBE_SAMPLE) &&
-		    add_file(t, r->path, img->probes) != TARGET_OK) {
+		    add_file(t, r->open_path, img->probes) != TARGET_OK) {
 			snprintf(err, errlen, "out of memory");
 			return TARGET_ERROR;
 		}

@@ -12,7 +12,7 @@
 #include "symbolize.h"
 
 struct probe_file {
-	char *path;
+	char *path;	 /* the file to attach to (a map_files path once deleted) */
 	unsigned probes; /* 1u << ELF_PROBE_* */
 };
 
