@@ -168,3 +168,29 @@ Test(attach, gc_probe_fires_only_while_attached)
 	cr_assert_eq(usdt_uprobe_count(fd), 2);
 	close(fd);
 }
+
+Test(attach, malloc_host_under_a_tracer)
+{
+	struct probes p;
+	uint64_t h1 = 0, h2 = 0;
+
+	memprof_probe_control.requested_rate = 0; /* the default rate */
+	cr_assert_eq(memprof_current_rate(), 0.0);
+	probes_open(&p);
+	cr_assert_eq(memprof_current_rate(), MEMPROF_PROBE_DEFAULT_RATE);
+	cr_assert_eq(memprof_track_malloc(0x1000, 8, 1, 0, &h1), 0);
+	cr_assert_eq(memprof_track_malloc(0x2000, 8, 1, 0, &h2), 0);
+	cr_assert(h1 && h2, "tracer-only blocks get handles");
+	memprof_block_freed(h1);
+	memprof_epoch_end();
+	memprof_block_freed(h2);
+	cr_assert_eq(usdt_uprobe_count(p.sample), 2);
+	cr_assert_eq(usdt_uprobe_count(p.promote), 1);
+	cr_assert_eq(usdt_uprobe_count(p.dealloc), 2);
+	memprof_stats st;
+	memprof_get_stats(&st);
+	cr_assert_eq(st.tracked, 0);
+	cr_assert_eq(st.callbacks, 0);
+	probes_close(&p);
+	cr_assert_eq(memprof_current_rate(), 0.0, "detached");
+}
