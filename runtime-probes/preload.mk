@@ -31,7 +31,8 @@ PRELOAD_PROGS := $(PRELOAD_PROG_C:tests/preload/progs/%.c=$(PRELOAD_TEST_DIR)/pr
 PRELOAD_PROGS += $(PRELOAD_TEST_DIR)/progs/libearly.so
 PRELOAD_TEST_SRCS := $(wildcard tests/preload/test_*.c)
 PRELOAD_TEST_BINS := $(PRELOAD_TEST_SRCS:tests/preload/%.c=$(PRELOAD_TEST_DIR)/%)
-PRELOAD_TEST_HELPER_OBJS := $(BUILD)/obj/tests/preload/harness.o
+PRELOAD_TEST_HELPER_OBJS := $(BUILD)/obj/tests/preload/harness.o \
+	$(BUILD)/obj/tests/preload/sites_compare.o
 # Programs get frames (for the call-stack checks) and name their functions.
 PRELOAD_PROG_FLAGS := -O1 -g -rdynamic -Iruntime-probes/include
 # A program that calls the in-process API links the .so (it is also preloaded).
