@@ -20,11 +20,34 @@
 #define BOUND_SIGMAS 5.7
 #define MAX_ARGS 32
 
+#define MAX_TMPDIRS 16
+static char tmpdirs[MAX_TMPDIRS][64];
+static int n_tmpdirs;
+
+/* The test process is ending: remove its temporary directories. */
+static void tmpdirs_remove(void)
+{
+	char cmd[sizeof(tmpdirs) + 32];
+
+	for (int i = 0; i < n_tmpdirs; i++) {
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", tmpdirs[i]);
+		if (system(cmd))
+			fprintf(stderr, "attach tests: could not remove %s\n", tmpdirs[i]);
+	}
+	n_tmpdirs = 0;
+}
+
 void tmpdir_make(char *out, size_t len)
 {
 	snprintf(out, len, "/tmp/memprof-attach-XXXXXX");
-	if (!mkdtemp(out))
+	if (!mkdtemp(out)) {
 		out[0] = '\0';
+		return;
+	}
+	if (n_tmpdirs == 0)
+		atexit(tmpdirs_remove);
+	if (n_tmpdirs < MAX_TMPDIRS)
+		snprintf(tmpdirs[n_tmpdirs++], sizeof(tmpdirs[0]), "%s", out);
 }
 
 static void redirect(const char *path, int fd)
