@@ -268,3 +268,127 @@ Test(rt_sampling, request_larger_than_a_shrunk_minor_heap_fails_cleanly)
 	cr_assert_eq(rt_alloc_comb(24, sizes, 0, out), EINVAL, "too big for the new heap");
 	cr_assert_eq(rt_alloc(3, 0, &out[0]), 0);
 }
+
+/* ---- Threads, heap values as user data, full lifecycle ---- */
+
+static struct {
+	uint64_t alloc_minor, alloc_major, promote, dealloc_minor, dealloc_major, bad;
+} life;
+
+#define USER_DATA_TAG 7
+
+/* User data: a young block of the heap holding the sample's size. */
+static int life_alloc(const memprof_allocation *info, memprof_value *out)
+{
+	rt_value d;
+
+	if (rt_alloc(1, USER_DATA_TAG, &d))
+		return 1;
+	rt_store_field(d, 0, RT_VAL_INT((intptr_t)info->size));
+	*out = d;
+	return 0;
+}
+
+static void life_check(memprof_value d)
+{
+	if (RT_IS_INT(d) || rt_tag(d) != USER_DATA_TAG || rt_wosize(d) != 1 ||
+	    !RT_IS_INT(rt_field(d, 0)))
+		life.bad++;
+}
+
+static int life_alloc_minor(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	life.alloc_minor++;
+	return life_alloc(info, out);
+}
+
+static int life_alloc_major(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	life.alloc_major++;
+	return life_alloc(info, out);
+}
+
+static int life_promote(void *arg, memprof_value d, memprof_value *out)
+{
+	(void)arg;
+	life.promote++;
+	life_check(d);
+	*out = d;
+	return 0;
+}
+
+static int life_dealloc_minor(void *arg, memprof_value d)
+{
+	(void)arg;
+	life.dealloc_minor++;
+	life_check(d);
+	return 0;
+}
+
+static int life_dealloc_major(void *arg, memprof_value d)
+{
+	(void)arg;
+	life.dealloc_major++;
+	life_check(d);
+	return 0;
+}
+
+static void *life_worker(void *arg)
+{
+	rt_value list = RT_UNIT, cell = RT_UNIT;
+	intptr_t id = (intptr_t)arg;
+
+	memprof_set_seed(SEED + 10 + (uint64_t)id);
+	RT_ROOTS(2, &list, &cell);
+	for (int i = 0; i < 30000; i++) {
+		if (rt_alloc(i % 7 + 1, 0, &cell))
+			return (void *)1;
+		rt_store_field(cell, 0, list);
+		if (i % 3 == 0)
+			list = cell; /* a third survive, the rest die young */
+		if (i % 1000 == 0)
+			rt_yield();
+		if (i % 5000 == 0) {
+			rt_enter_blocking_section();
+			rt_leave_blocking_section();
+			rt_major_gc();
+		}
+		if (i % 100 == 0 && rt_poll())
+			return (void *)2;
+	}
+	RT_ROOTS_END();
+	return NULL;
+}
+
+Test(rt_sampling, threads_heap_user_data_full_lifecycle)
+{
+	const memprof_tracker t = {
+	    .alloc_minor = life_alloc_minor,
+	    .alloc_major = life_alloc_major,
+	    .promote = life_promote,
+	    .dealloc_minor = life_dealloc_minor,
+	    .dealloc_major = life_dealloc_major,
+	};
+	rt_thread *th[3];
+	void *ret;
+
+	cr_assert_eq(memprof_start(0.01, 0, &t), 0);
+	for (intptr_t i = 0; i < 3; i++)
+		cr_assert_eq(rt_thread_create(&th[i], life_worker, (void *)i), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(rt_thread_join(th[i], &ret), 0);
+		cr_assert_null(ret, "worker %d failed", i);
+	}
+	cr_assert_eq(memprof_stop(), 0);
+	for (int i = 0; i < 3; i++) { /* everything the workers kept is dead now */
+		rt_major_gc();
+		cr_assert_eq(rt_poll(), 0);
+	}
+	cr_assert_gt(life.alloc_minor, 1000);
+	cr_assert_gt(life.promote, 100);
+	cr_assert_eq(life.bad, 0, "user data corrupted %llu times", (unsigned long long)life.bad);
+	cr_assert_eq(life.alloc_minor, life.promote + life.dealloc_minor);
+	cr_assert_eq(life.promote + life.alloc_major, life.dealloc_major);
+}
