@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 
 #include "toy_host.h"
@@ -14,12 +15,16 @@ int toy_is_young(memprof_value v)
 static int toy_young_survived(memprof_value v, memprof_value *moved)
 {
 	*moved = v + toy.moved_offset;
+	if (toy.survive < 0)
+		return rand_r(&toy.rand_seed) & 1;
 	return toy.survive;
 }
 
 static int toy_major_is_dead(memprof_value v)
 {
 	(void)v;
+	if (toy.major_dead < 0)
+		return rand_r(&toy.rand_seed) & 1;
 	return toy.major_dead;
 }
 

@@ -17,11 +17,13 @@
 struct toy_host {
 	uintptr_t heap[TOY_MINOR_WORDS];
 	uintptr_t young_start, young_end, young_ptr, trigger;
-	/* young_survived answers this for every block (moved to block + offset). */
+	/* young_survived answers this for every block (moved to block + offset);
+	 * -1: a coin flip from rand_seed. */
 	int survive;
 	memprof_value moved_offset;
-	/* major_is_dead answers this. */
+	/* major_is_dead answers this; -1: a coin flip from rand_seed. */
 	int major_dead;
+	unsigned rand_seed;
 	unsigned limit_updates, safe_point_requests;
 	/* reserve reaches a safe point (memprof_run_postponed) first. */
 	int safe_point_in_reserve;
