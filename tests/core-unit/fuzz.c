@@ -5,6 +5,8 @@
  * dealloc of the right kind, nothing after tracking ended.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "memprof.h"
@@ -25,6 +27,32 @@ static unsigned young_slots;
 static unsigned seed;
 static unsigned bad;
 static uint64_t max_id;
+
+/* The threaded fuzz: a runtime lock that callbacks sometimes release. */
+static pthread_mutex_t runtime_lock = PTHREAD_MUTEX_INITIALIZER;
+static int threaded;
+static unsigned long ops_done;	  /* operations completed, all threads */
+static unsigned long interleaved; /* blocking sections in which others ran */
+
+static void runtime_acquire(void)
+{
+	pthread_mutex_lock(&runtime_lock);
+	memprof_thread_switched();
+	toy.trigger = memprof_renew_minor_sample(toy.young_ptr, toy.young_start);
+}
+
+/* A blocking section inside a callback: other threads run meanwhile. */
+static void maybe_block(void)
+{
+	if (!threaded || rand_r(&seed) % 8)
+		return;
+	unsigned long before = ops_done;
+	pthread_mutex_unlock(&runtime_lock);
+	sched_yield();
+	runtime_acquire();
+	if (ops_done != before)
+		interleaved++;
+}
 
 /* memprof_discard: blocks still followed get no more callbacks. */
 static void forget_followed(void)
@@ -69,12 +97,15 @@ static int give_data(uint64_t id, memprof_value *out)
 	return 0;
 }
 
+/* Check and record one callback; then maybe block (a callback that began
+ * before a discard may end after it). */
 static void move(uint64_t id, enum life from, enum life to)
 {
 	if (id == 0 || id >= MAX_IDS || state[id] != from)
 		bad++;
 	else
 		state[id] = to;
+	maybe_block();
 }
 
 static int f_alloc(uint64_t id, enum life kind, memprof_value *out)
@@ -223,4 +254,67 @@ Test(fuzz, random_operations_with_a_full_table)
 	memprof_stats st;
 	memprof_get_stats(&st);
 	cr_assert_gt(st.dropped, 0);
+}
+
+#define THREADS 3
+#define THREAD_OPS 4000
+
+static void *fuzz_thread(void *arg)
+{
+	(void)arg;
+	memprof_set_seed((uint64_t)(uintptr_t)arg);
+	for (int i = 0; i < THREAD_OPS; i++) {
+		runtime_acquire();
+		one_op();
+		ops_done++;
+		if (memprof_debug_check() != 0)
+			bad += 1000;
+		pthread_mutex_unlock(&runtime_lock);
+	}
+	return NULL;
+}
+
+/* The runtime-lock model: callbacks release the lock (blocking sections)
+ * while other threads allocate, collect and run other blocks' callbacks. */
+Test(fuzz, threads_with_blocking_callbacks)
+{
+	pthread_t th[THREADS];
+
+	state = calloc(MAX_IDS, 1);
+	cr_assert_not_null(state);
+	toy_init();
+	toy.survive = -1;
+	toy.major_dead = -1;
+	toy.rand_seed = 99;
+	seed = 5;
+	threaded = 1;
+	cr_assert_eq(memprof_start(0.2, 2, &fuzz_tracker), 0);
+	for (uintptr_t i = 0; i < THREADS; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, fuzz_thread, (void *)(i + 1)), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	threaded = 0;
+	cr_assert_eq(bad, 0, "invariants or callback order broken: %u", bad);
+	memprof_stop();
+	toy.survive = 0;
+	toy.major_dead = 1;
+	toy_minor_gc();
+	memprof_major_update();
+	while (memprof_run_postponed() != 0)
+		;
+	cr_assert_eq(memprof_debug_check(), 0);
+	size_t unfinished = 0;
+	for (uint64_t id = 1; id < MAX_IDS; id++)
+		if (state[id] == L_MINOR || state[id] == L_MAJOR)
+			unfinished++;
+	memprof_stats st;
+	memprof_get_stats(&st);
+	cr_log_info("threaded fuzz: samples %lu callbacks %lu unfinished %zu interleaved %lu",
+		    (unsigned long)st.samples, (unsigned long)st.callbacks, unfinished,
+		    interleaved);
+	cr_assert_gt(interleaved, 0, "callbacks blocked while other threads worked");
+	cr_assert_gt(st.samples, 1000);
+	cr_assert_eq(unfinished, 0);
+	cr_assert_eq(bad, 0);
+	free(state);
 }
