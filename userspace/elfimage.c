@@ -161,9 +161,9 @@ static enum elf_image_status read_symtab(struct reader *r, struct elf_image *img
 		}
 		if (!strings_add(r, img, name, &at))
 			return fail(r, "out of memory");
-		/* name is fixed up to a pointer once strings stop moving */
-		img->syms[img->n_syms++] = (struct elf_sym){
-		    .addr = sym.st_value, .size = sym.st_size, .name = (const char *)at};
+		/* name is set once strings stop moving */
+		img->syms[img->n_syms++] =
+		    (struct elf_sym){.addr = sym.st_value, .size = sym.st_size, .name_off = at};
 	}
 	return ELF_IMAGE_OK;
 }
@@ -209,8 +209,7 @@ static int sym_cmp(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
-static enum elf_image_status read_sections(struct reader *r, struct elf_image *img,
-					   const GElf_Ehdr *eh)
+static enum elf_image_status read_sections(struct reader *r, struct elf_image *img)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx, cap = 0, kept = 0;
@@ -218,7 +217,6 @@ static enum elf_image_status read_sections(struct reader *r, struct elf_image *i
 
 	if (elf_getshdrstrndx(r->elf, &shstrndx))
 		return fail(r, "corrupt ELF file (%s)", elf_errmsg(-1));
-	(void)eh;
 	while ((scn = elf_nextscn(r->elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
@@ -236,7 +234,7 @@ static enum elf_image_status read_sections(struct reader *r, struct elf_image *i
 			return st;
 	}
 	for (size_t i = 0; i < img->n_syms; i++)
-		img->syms[i].name = img->strings + (size_t)img->syms[i].name;
+		img->syms[i].name = img->strings + img->syms[i].name_off;
 	if (img->n_syms)
 		qsort(img->syms, img->n_syms, sizeof(*img->syms), sym_cmp);
 	for (size_t i = 0; i < img->n_syms; i++)
@@ -285,7 +283,7 @@ enum elf_image_status elf_image_open(const char *path, struct elf_image *out, ch
 		if (st == ELF_IMAGE_OK)
 			st = read_loads(&r, out);
 		if (st == ELF_IMAGE_OK)
-			st = read_sections(&r, out, &eh);
+			st = read_sections(&r, out);
 	}
 	if (r.elf)
 		elf_end(r.elf);

@@ -25,7 +25,8 @@ struct elf_load {
 
 struct elf_sym {
 	uint64_t addr, size;
-	const char *name; /* points into elf_image.strings */
+	size_t name_off;  /* offset in elf_image.strings */
+	const char *name; /* elf_image.strings + name_off */
 };
 
 struct elf_image {
