@@ -25,7 +25,7 @@ struct profile {
 	int stopped;		 /* memprof_stop ran: no alloc callback any more */
 };
 
-/* Everything behind memprof_core.lock.  One instance: `core`. */
+/* The core's state, behind memprof_core.lock unless noted.  One instance. */
 struct core_state {
 	pthread_mutex_t lock;
 	struct entries tbl;	  /* the tracked-block table (entries.h) */
