@@ -281,6 +281,43 @@ static int entry_may_be_young(const struct entry *e)
 	       memprof_core.ops.is_young(e->data);
 }
 
+/* Profiles checked by memprof_debug_check (more are not checked). */
+#define CHECK_MAX_PROFILES 64
+
+/* Each profile's refs counts the entries pointing at it, +1 while sampling. */
+static int entries_check_profile_refs(void)
+{
+	struct profile *seen[CHECK_MAX_PROFILES];
+	size_t count[CHECK_MAX_PROFILES];
+	size_t n_seen = 0;
+	struct entries *tb = &memprof_core.tbl;
+
+	if (memprof_core.sampling) {
+		seen[0] = memprof_core.sampling;
+		count[0] = 1;
+		n_seen = 1;
+	}
+	for (size_t i = 0; i < tb->len; i++) {
+		struct profile *p = tb->t[i].prof;
+		size_t k = 0;
+		if (!p)
+			continue;
+		while (k < n_seen && seen[k] != p)
+			k++;
+		if (k == n_seen) {
+			if (n_seen == CHECK_MAX_PROFILES)
+				return 0;
+			seen[n_seen] = p;
+			count[n_seen++] = 0;
+		}
+		count[k]++;
+	}
+	for (size_t k = 0; k < n_seen; k++)
+		if (seen[k]->refs != count[k])
+			return EFAULT;
+	return 0;
+}
+
 int memprof_debug_check(void)
 {
 	struct entries *tb = &memprof_core.tbl;
@@ -310,6 +347,8 @@ int memprof_debug_check(void)
 	}
 	if (!err && n_deleted != tb->n_deleted)
 		err = EFAULT;
+	if (!err)
+		err = entries_check_profile_refs();
 	pthread_mutex_unlock(&memprof_core.lock);
 	return err;
 }
