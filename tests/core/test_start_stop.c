@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "memprof_host.h"
 
 #define N_KEPT 10
 #define N_DROPPED 10
@@ -375,4 +376,32 @@ Test(discard_in_callback, restart)
 Test(discard_in_callback, no_restart)
 {
 	check_discard(0);
+}
+
+/* ---- memprof_sampling_here: on, and not inside a callback ---- */
+
+static int here_alloc_minor(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	int *inside = arg;
+	(void)info;
+	*inside = memprof_sampling_here();
+	*out = MEMPROF_NONE;
+	return 0;
+}
+
+Test(start_stop, sampling_here)
+{
+	int inside = -1;
+	memprof_tracker t = {.alloc_minor = here_alloc_minor, .arg = &inside};
+	rt_value v;
+	cr_assert_eq(memprof_sampling_here(), 0, "not sampling before start");
+	cr_assert_eq(memprof_start(1.0, 0, &t), 0);
+	cr_assert_eq(memprof_sampling_here(), 1);
+	cr_assert_eq(rt_alloc(1, 0, &v), 0);
+	cr_assert_eq(inside, 0, "sampling is off inside a callback");
+	cr_assert_eq(memprof_stop(), 0);
+	cr_assert_eq(memprof_sampling_here(), 0, "not sampling after stop");
+	cr_assert_eq(memprof_start(0.0, 0, &t), 0);
+	cr_assert_eq(memprof_sampling_here(), 0, "rate 0 samples nothing");
+	cr_assert_eq(memprof_stop(), 0);
 }
