@@ -11,5 +11,7 @@
 /* 0 or a negative errno. */
 int control_read(pid_t pid, uint64_t addr, struct memprof_probe_control *out);
 int control_write_rate(pid_t pid, uint64_t addr, double rate);
+/* A USDT semaphore of the target (an unsigned short). */
+int semaphore_read(pid_t pid, uint64_t addr, unsigned short *out);
 
 #endif

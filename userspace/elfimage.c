@@ -195,6 +195,9 @@ static enum elf_image_status read_stapsdt(struct reader *r, struct elf_image *im
 		for (int p = 0; p < ELF_N_PROBES; p++)
 			if (!strcmp(name, elf_probe_names[p]))
 				img->probes |= 1u << p;
+		if (!strcmp(name, MEMPROF_PROBE_SAMPLE))
+			memcpy(&img->sample_semaphore, desc + 2 * sizeof(uint64_t),
+			       sizeof(uint64_t));
 	}
 	return ELF_IMAGE_OK;
 }

@@ -38,6 +38,7 @@ struct elf_image {
 	unsigned probes;       /* 1u << ELF_PROBE_* present (provider memprof) */
 	uint64_t control_addr; /* vaddr of memprof_probe_control, 0 if none */
 	uint64_t control_size;
+	uint64_t sample_semaphore; /* vaddr of memprof:sample's semaphore, 0 if none */
 };
 
 enum elf_image_status {

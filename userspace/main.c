@@ -229,6 +229,41 @@ static int report_rate(const struct options *o, const struct target *t)
 	return 1;
 }
 
+/*
+ * Is a sample semaphore down although this tracer is attached?  The kernel
+ * keeps one count per probe and process, not one per tracer: when another
+ * tracer of the same process detaches, it lowers the semaphore under us.
+ */
+static int semaphore_lost(const struct target *t)
+{
+	for (size_t i = 0; i < t->n_files; i++) {
+		unsigned short v;
+
+		if (t->files[i].sample_semaphore &&
+		    !semaphore_read(t->pid, t->files[i].sample_semaphore, &v) && v == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Say once that the target stopped sampling under us.  Attaching again
+ * would not help: the kernel still holds this tracer's breakpoint, so it
+ * would not raise the semaphore, and unregistering with the semaphore at
+ * zero makes it leak the uprobe.
+ */
+static void note_semaphore_lost(pid_t pid, int *noted)
+{
+	if (*noted)
+		return;
+	*noted = 1;
+	fprintf(stderr,
+		"memprof-bpf: note: process %d's memprof sample semaphore dropped while this "
+		"tracer was attached (another tracer of it detached?): it stopped sampling; the "
+		"output covers the time before\n",
+		(int)pid);
+}
+
 static void refresh_maps(pid_t pid, struct symbolizer *sym)
 {
 	struct proc_maps maps;
@@ -247,7 +282,7 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 		      struct symbolizer *sym)
 {
 	double end = o->seconds > 0 ? now_s() + o->seconds : 0;
-	int rate_reported = 0;
+	int rate_reported = 0, lost_noted = 0;
 
 	for (unsigned poll = 1; !stop_requested; poll++) {
 		struct timespec pause = {0, POLL_INTERVAL_MS * 1000000L};
@@ -257,6 +292,8 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 			return 1;
 		if (!rate_reported)
 			rate_reported = report_rate(o, t);
+		if (!lost_noted && semaphore_lost(t) && !proc_exited(o->pid))
+			note_semaphore_lost(o->pid, &lost_noted);
 		if (tracer_read_blocks(tr) && verbose)
 			fprintf(stderr, "memprof-bpf: cannot read the block map: %s\n",
 				strerror(errno));

@@ -14,7 +14,8 @@ static int seen_path(const struct proc_maps *m, size_t upto, const char *path)
 	return 0;
 }
 
-static enum target_status add_file(struct target *t, const char *path, unsigned probes)
+static enum target_status add_file(struct target *t, const char *path, unsigned probes,
+				   uint64_t sample_semaphore)
 {
 	struct probe_file *v = realloc(t->files, (t->n_files + 1) * sizeof(*v));
 
@@ -24,6 +25,7 @@ static enum target_status add_file(struct target *t, const char *path, unsigned 
 	v[t->n_files].path = strdup(path);
 	if (!v[t->n_files].path)
 		return TARGET_ERROR;
+	v[t->n_files].sample_semaphore = sample_semaphore;
 	v[t->n_files++].probes = probes;
 	return TARGET_OK;
 }
@@ -61,7 +63,10 @@ enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target 
 		if (st == ELF_IMAGE_CORRUPT)
 			return TARGET_BAD_ELF;
 		if (img->probes & (1u << ELF_PROBE_SAMPLE) &&
-		    add_file(t, r->open_path, img->probes) != TARGET_OK) {
+		    add_file(t, r->open_path, img->probes,
+			     img->sample_semaphore
+				 ? img->sample_semaphore + elf_image_bias(img, r->start, r->offset)
+				 : 0) != TARGET_OK) {
 			snprintf(err, errlen, "out of memory");
 			return TARGET_ERROR;
 		}

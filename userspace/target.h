@@ -12,8 +12,9 @@
 #include "symbolize.h"
 
 struct probe_file {
-	char *path;	 /* the file to attach to (a map_files path once deleted) */
-	unsigned probes; /* 1u << ELF_PROBE_* */
+	char *path;		   /* the file to attach to (a map_files path once deleted) */
+	unsigned probes;	   /* 1u << ELF_PROBE_* */
+	uint64_t sample_semaphore; /* runtime address, 0 if the probe has none */
 };
 
 struct target {

@@ -123,6 +123,7 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 			tr->links[tr->n_links++] = link;
 		}
 	}
+	((volatile struct memprof_bpf__bss *)tr->skel->bss)->detaching = 0;
 	return TRACER_OK;
 }
 

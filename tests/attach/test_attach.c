@@ -284,3 +284,38 @@ Test(attach_trigger, a_full_block_map_is_reported)
 	cr_expect_lt(site_value(&r.view[V_LIVE], "site_long_lived", 0),
 		     site_value(&r.trigger, "site_long_lived", COL_EST_BYTES));
 }
+
+Test(attach_trigger, one_tracer_leaving_does_not_stop_the_other)
+{
+	const char *targs[] = {"--seconds", "60", NULL};
+	const struct timespec pause = {0, 300000000};
+	struct memprof_probe_control c1, c2;
+	char err2[256], pid[16];
+	struct run r;
+	pid_t t, stays, leaves;
+
+	paths(&r, "leaves");
+	snprintf(err2, sizeof(err2), "%s/stays.err", r.dir);
+	t = trigger_start(r.dir, r.out, targs);
+	cr_assert_gt(t, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	const char *stay_args[] = {"attach", pid,  "-v",	"--rate",
+				   RATE_ARG, "-o", "/dev/null", NULL};
+	const char *leave_args[] = {"attach", pid,  "-d",	 "0.5", "--rate",
+				    RATE_ARG, "-o", "/dev/null", NULL};
+	stays = loader_start(err2, stay_args);
+	cr_assert_eq(wait_text(err2, ATTACHED_NOTE, 30), 0, "first tracer did not attach");
+	leaves = loader_start(r.err, leave_args);
+	cr_expect_eq(wait_exit(leaves), 0);
+	nanosleep(&pause, NULL);
+	cr_expect_eq(target_control(t, &c1), 0);
+	nanosleep(&pause, NULL);
+	cr_expect_eq(target_control(t, &c2), 0);
+	kill(stays, SIGINT);
+	cr_expect_eq(wait_exit(stays), 0);
+	kill(t, SIGTERM);
+	wait_exit(t);
+	cr_expect_gt(c2.samples, c1.samples, "sampling stopped when the other tracer left");
+	cr_expect_gt(c2.active_rate, 0.0);
+	cr_expect_eq(loader_stat(err2, "orphan_ids"), 0);
+}
