@@ -7,6 +7,8 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -458,4 +460,197 @@ Test(thread_exit_in_callback, combined_allocation)
 Test(thread_exit_in_callback, promote)
 {
 	check_thread_exit(EXIT_IN_PROMOTE);
+}
+
+/* ---- callbacks of two threads interleaved, each one releasing the lock ---- */
+
+#define STRESS_ITERS 20000
+#define STRESS_RATE 0.05
+#define STRESS_MAX_RECORDS 200000
+#define STRESS_SLOTS 256
+#define STRESS_GC_EVERY 1000
+
+enum { REC_MINOR = 1, REC_MAJOR, REC_PROMOTED, REC_DEAD };
+
+typedef struct stress_rec {
+	unsigned char state;
+	unsigned char busy;
+} stress_rec;
+
+static stress_rec *recs;
+static atomic_size_t n_recs;
+static pthread_mutex_t recs_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned stress_threads_seen[2];
+
+/* Enter a callback for record i: it must not be running another one. */
+static stress_rec *stress_enter(memprof_value data)
+{
+	if (!RT_IS_INT(data) || RT_INT_VAL(data) < 0 ||
+	    (size_t)RT_INT_VAL(data) >= atomic_load(&n_recs)) {
+		violation();
+		return NULL;
+	}
+	stress_rec *r = &recs[RT_INT_VAL(data)];
+	pthread_mutex_lock(&recs_lock);
+	if (r->busy)
+		violation(); /* two callbacks of one block at once */
+	r->busy = 1;
+	pthread_mutex_unlock(&recs_lock);
+	return r;
+}
+
+static void stress_leave(stress_rec *r, int from_a, int from_b, int to)
+{
+	pthread_mutex_lock(&recs_lock);
+	if (r->state != from_a && r->state != from_b)
+		violation();
+	r->state = (unsigned char)to;
+	r->busy = 0;
+	pthread_mutex_unlock(&recs_lock);
+}
+
+/* Let the other thread run (and run its own callbacks) meanwhile. */
+static void stress_release_lock(void)
+{
+	stress_threads_seen[!on_main_thread()]++;
+	rt_enter_blocking_section();
+	sched_yield();
+	rt_leave_blocking_section();
+}
+
+static int stress_alloc(int major, memprof_value *out)
+{
+	size_t i = atomic_fetch_add(&n_recs, 1);
+	*out = MEMPROF_NONE;
+	if (i >= STRESS_MAX_RECORDS) {
+		violation();
+		return 0;
+	}
+	recs[i].state = major ? REC_MAJOR : REC_MINOR;
+	recs[i].busy = 1;
+	stress_release_lock();
+	pthread_mutex_lock(&recs_lock);
+	recs[i].busy = 0;
+	pthread_mutex_unlock(&recs_lock);
+	*out = RT_VAL_INT(i);
+	return 0;
+}
+
+static int stress_alloc_minor(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	(void)info;
+	return stress_alloc(0, out);
+}
+
+static int stress_alloc_major(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	(void)info;
+	return stress_alloc(1, out);
+}
+
+static int stress_promote(void *arg, memprof_value data, memprof_value *out)
+{
+	(void)arg;
+	*out = data;
+	stress_rec *r = stress_enter(data);
+	if (!r)
+		return 0;
+	stress_release_lock();
+	stress_leave(r, REC_MINOR, REC_MINOR, REC_PROMOTED);
+	return 0;
+}
+
+static int stress_dealloc_minor(void *arg, memprof_value data)
+{
+	(void)arg;
+	stress_rec *r = stress_enter(data);
+	if (!r)
+		return 0;
+	stress_release_lock();
+	stress_leave(r, REC_MINOR, REC_MINOR, REC_DEAD);
+	return 0;
+}
+
+static int stress_dealloc_major(void *arg, memprof_value data)
+{
+	(void)arg;
+	stress_rec *r = stress_enter(data);
+	if (!r)
+		return 0;
+	stress_release_lock();
+	stress_leave(r, REC_MAJOR, REC_PROMOTED, REC_DEAD);
+	return 0;
+}
+
+static rt_value stress_slots[2] = {RT_UNIT, RT_UNIT};
+
+static void *stress_mutator(void *arg)
+{
+	uintptr_t who = (uintptr_t)arg;
+	uint32_t rng = HARNESS_SEED + (uint32_t)who;
+	for (int i = 0; i < STRESS_ITERS; i++) {
+		rng = rng * 1664525u + 1013904223u;
+		uint32_t r = rng >> 8;
+		rt_value v;
+		int err =
+		    r % 64 == 0 ? rt_alloc_major(1 + r % 16, 0, &v) : rt_alloc(1 + r % 16, 0, &v);
+		if (err)
+			violation();
+		else if (r % 3 == 0)
+			rt_store_field(stress_slots[who], (r >> 8) % STRESS_SLOTS, v);
+		if (i % STRESS_GC_EVERY == STRESS_GC_EVERY - 1) {
+			if ((i / STRESS_GC_EVERY) % 4 == 3)
+				rt_major_gc();
+			else
+				rt_minor_gc();
+		}
+		if (rt_poll() != 0)
+			violation();
+	}
+	return NULL;
+}
+
+Test(callbacks_across_threads, interleaved_blocking_callbacks, .init = setup,
+     .fini = harness_teardown, .timeout = HARNESS_THREAD_TIMEOUT)
+{
+	memprof_tracker t = {.alloc_minor = stress_alloc_minor,
+			     .alloc_major = stress_alloc_major,
+			     .promote = stress_promote,
+			     .dealloc_minor = stress_dealloc_minor,
+			     .dealloc_major = stress_dealloc_major};
+	rt_thread *th;
+
+	recs = calloc(STRESS_MAX_RECORDS, sizeof(*recs));
+	cr_assert_not_null(recs);
+	for (int k = 0; k < 2; k++) {
+		rt_register_global(&stress_slots[k]);
+		cr_assert_eq(rt_alloc_major(STRESS_SLOTS, 0, &stress_slots[k]), 0);
+	}
+	memprof_set_seed(HARNESS_SEED);
+	cr_assert_eq(memprof_start(STRESS_RATE, HARNESS_CALLSTACK_SIZE, &t), 0);
+	cr_assert_eq(rt_thread_create(&th, stress_mutator, (void *)(uintptr_t)1), 0);
+	stress_mutator((void *)(uintptr_t)0);
+	cr_assert_eq(rt_thread_join(th, NULL), 0);
+	cr_assert_eq(memprof_stop(), 0);
+
+	stress_slots[0] = stress_slots[1] = RT_UNIT;
+	for (int k = 0; k < 3; k++) {
+		rt_minor_gc();
+		rt_major_gc();
+		cr_assert_eq(rt_poll(), 0);
+	}
+	size_t n = atomic_load(&n_recs);
+	cr_assert_eq(atomic_load(&violations), 0,
+		     "callbacks of one block ran concurrently or out of order");
+	cr_assert_gt(n, 1000);
+	cr_assert_gt(stress_threads_seen[0], 0);
+	cr_assert_gt(stress_threads_seen[1], 0, "the second thread ran no callback");
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(recs[i].state, REC_DEAD, "block %zu of %zu never got its dealloc", i,
+			     n);
+	for (int k = 0; k < 2; k++)
+		rt_unregister_global(&stress_slots[k]);
+	free(recs);
 }
