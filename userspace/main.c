@@ -34,6 +34,8 @@ enum exit_code {
 /* How often the maps are read, and the target's mappings re-read. */
 #define POLL_INTERVAL_MS 100
 #define MAPS_REFRESH_POLLS 1
+/* How often the block map is copied (live blocks and their ages). */
+#define BLOCKS_READ_POLLS 5
 #define ERR_LEN 512
 
 static volatile sig_atomic_t stop_requested;
@@ -294,7 +296,7 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 			rate_reported = report_rate(o, t);
 		if (!lost_noted && semaphore_lost(t) && !proc_exited(o->pid))
 			note_semaphore_lost(o->pid, &lost_noted);
-		if (tracer_read_blocks(tr) && verbose)
+		if (poll % BLOCKS_READ_POLLS == 0 && tracer_read_blocks(tr) && verbose)
 			fprintf(stderr, "memprof-bpf: cannot read the block map: %s\n",
 				strerror(errno));
 		if (poll % MAPS_REFRESH_POLLS == 0)

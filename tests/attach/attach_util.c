@@ -141,6 +141,14 @@ pid_t loader_start(const char *err_path, const char *const args[])
 	return spawn(argv, NULL, err_path);
 }
 
+int loader_run_out(const char *out_path, const char *err_path, const char *const args[])
+{
+	char *argv[MAX_ARGS];
+
+	build_argv(argv, LOADER_BIN, args);
+	return wait_exit(spawn(argv, out_path, err_path));
+}
+
 int loader_run(const char *err_path, const char *const args[])
 {
 	return wait_exit(loader_start(err_path, args));

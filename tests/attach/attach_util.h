@@ -41,6 +41,8 @@ pid_t trigger_start_bin(const char *bin, const char *dir, const char *out,
 
 /* Run the loader to completion with args; stderr to err_path. Exit code. */
 int loader_run(const char *err_path, const char *const args[]);
+/* The same with the loader's stdout to out_path. */
+int loader_run_out(const char *out_path, const char *err_path, const char *const args[]);
 /* Start the loader (for concurrent runs). */
 pid_t loader_start(const char *err_path, const char *const args[]);
 

@@ -319,3 +319,26 @@ Test(attach_trigger, one_tracer_leaving_does_not_stop_the_other)
 	cr_expect_gt(c2.active_rate, 0.0);
 	cr_expect_eq(loader_stat(err2, "orphan_ids"), 0);
 }
+
+Test(attach_trigger, one_view_to_stdout)
+{
+	const char *targs[] = {"--wait-tracers", "1", "--iterations", "20000", NULL};
+	char pid[16], out[256];
+	struct site_table v, trig;
+	struct run r;
+	pid_t t;
+
+	paths(&r, "stdout");
+	snprintf(out, sizeof(out), "%s/short.folded", r.dir);
+	t = trigger_start(r.dir, r.out, targs);
+	cr_assert_gt(t, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	const char *largs[] = {"attach", pid, "--rate", RATE_ARG, "--view", "short", NULL};
+	cr_assert_eq(loader_run_out(out, r.err, largs), 0);
+	cr_assert_eq(wait_exit(t), 0);
+	cr_assert_eq(site_table_read_lines(r.out, &trig), 0);
+	cr_assert_eq(site_table_read_folded(out, &v), 0);
+	cr_expect_eq(v.n, 1, "only the short-lived site dies young");
+	cr_expect_eq(site_value(&v, "site_short_lived", 0),
+		     site_value(&trig, "site_short_lived", COL_EST_BYTES));
+}
