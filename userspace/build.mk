@@ -53,9 +53,7 @@ $(ATTACH_TEST): $(ATTACH_TEST_OBJS) $(LOADER_LIB_OBJS) | $(LOADER) $(ATTACH_TRIG
 	$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf -lz -lm
 
 ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO)
-ifneq ($(wildcard tests/attach/test_attach.c),)
 TEST_BINS += $(ATTACH_TEST)
-endif
 
 # ---- make demo ----
 demo: build-all

@@ -384,7 +384,9 @@ static void report_counters(const struct tracer *tr)
 	if (orphans)
 		fprintf(stderr,
 			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks this "
-			"tracer never saw sampled\n",
+			"tracer never saw sampled (sampled before it attached, for another tracer "
+			"or an "
+			"in-process profile)\n",
 			orphans);
 	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
 		fprintf(stderr, "memprof-bpf: note: %" PRIu64 " stacks were cut to %d frames\n",
