@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprof-bpf: the kernel side.  Three USDT programs (memprof:sample,
- * memprof:promote, memprof:dealloc, and memprof:gc) fold the memprof probe
+ * memprof-bpf: the kernel side.  Four USDT programs (memprof:sample,
+ * memprof:promote, memprof:dealloc and memprof:gc) fold the memprof probe
  * events of one process into per-stack aggregates.  No event leaves the
  * kernel: the loader reads the mmapable arrays straight from memory.
  */
@@ -52,6 +52,9 @@ struct {
 	__type(key, __u64);
 	__type(value, struct memprof_block);
 } blocks SEC(".maps");
+
+/* errno of an insert with BPF_NOEXIST on a present key (vmlinux.h has no errno.h). */
+#define ERR_KEY_EXISTS 17
 
 /* Multiplier of the stack hash (64-bit golden ratio). */
 #define STACK_HASH_MULT 0x9e3779b97f4a7c15ull
@@ -231,7 +234,7 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 
 		b.flags = MEMPROF_BLOCK_BORN_MAJOR;
 	aggs_add(b.stack_id, MEMPROF_VIEW_ALLOC, n_samples, est);
 	err = bpf_map_update_elem(&blocks, &id, &b, BPF_NOEXIST);
-	if (err == -17 /* EEXIST */) {
+	if (err == -ERR_KEY_EXISTS) {
 		count(MEMPROF_CNT_DUPLICATE_IDS);
 		return 0;
 	}
