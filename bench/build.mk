@@ -28,7 +28,7 @@ $(BENCH_BIN)/probeloop: $(BUILD)/obj/bench/probeloop.o
 
 $(BENCH_BIN)/gcscale: $(BUILD)/obj/bench/gcscale.o $(BUILD)/librt.a $(BUILD)/libmemprof.a
 	@mkdir -p $(@D)
-	$(CC) $^ -o $@ $(MEMPROF_LIBS) $(LDLIBS)
+	$(CC) $^ -o $@ $(MEMPROF_LIBS) $(RT_LIBS) $(LDLIBS)
 
 .PHONY: bench bench-tools
 bench-tools: $(BENCH_TOOLS)

@@ -22,7 +22,7 @@ TESTS_CORE_HELPER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TESTS_CORE_HELPERS))
 TESTS_CORE_SAN_HELPER_OBJS := $(patsubst %.c,$(BUILD)/san/obj/%.o,$(TESTS_CORE_HELPERS))
 TESTS_CORE_LIBS := $(BUILD)/librt.a $(BUILD)/libmemprof.a
 TESTS_CORE_SAN_LIBS := $(BUILD)/san/librt.a $(BUILD)/san/libmemprof.a
-TESTS_CORE_LDLIBS = -Wl,--start-group $(1) -Wl,--end-group $(MEMPROF_LIBS) -lcriterion $(LDLIBS)
+TESTS_CORE_LDLIBS = -Wl,--start-group $(1) -Wl,--end-group $(MEMPROF_LIBS) $(RT_LIBS) -lcriterion $(LDLIBS)
 
 $(BUILD)/tests/core/test_%: $(BUILD)/obj/tests/core/test_%.o $(TESTS_CORE_HELPER_OBJS) \
 		$(TESTS_CORE_LIBS)

@@ -166,10 +166,24 @@ int rt_alloc_young(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
 	return 0;
 }
 
-/* The fast path of one block is spelled out: one compare with the limit. */
+/* The slow path of rt_alloc, under the mark of its caller's entry. */
+static int alloc_one_slow(size_t wosize, unsigned tag, rt_value *out)
+{
+	if (tag == RT_CUSTOM_TAG)
+		return EINVAL;
+	if (wosize > RT_MAX_YOUNG_WOSIZE)
+		return rt_alloc_major(wosize, tag, out);
+	return rt_alloc_young(1, &wosize, tag, out);
+}
+
+/*
+ * The fast path of one block is spelled out: one compare with the limit.
+ * Only the slow path can sample: it alone marks the mutator's frame.
+ */
 int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 {
 	uintptr_t new_ptr = rt.young_ptr - (wosize + 1) * RT_WORD;
+	int marked, err;
 
 	if (wosize - 1 < RT_MAX_YOUNG_WOSIZE && tag < RT_CUSTOM_TAG &&
 	    new_ptr >= __atomic_load_n(&rt.young_limit, __ATOMIC_RELAXED) &&
@@ -184,18 +198,22 @@ int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 		*out = (rt_value)(p + 1);
 		return 0;
 	}
-	if (tag == RT_CUSTOM_TAG)
-		return EINVAL;
-	if (wosize > RT_MAX_YOUNG_WOSIZE)
-		return rt_alloc_major(wosize, tag, out);
-	return rt_alloc_young(1, &wosize, tag, out);
+	marked = RT_ENTRY_MARK();
+	err = alloc_one_slow(wosize, tag, out);
+	rt_entry_unmark(marked);
+	return err;
 }
 
 int rt_alloc_comb(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
 {
+	int marked, err;
+
 	if (tag == RT_CUSTOM_TAG)
 		return EINVAL;
-	return rt_alloc_young(n, wosizes, tag, out);
+	marked = RT_ENTRY_MARK();
+	err = rt_alloc_young(n, wosizes, tag, out);
+	rt_entry_unmark(marked);
+	return err;
 }
 
 /* ---- Minor collection ---- */

@@ -110,7 +110,7 @@ static const memprof_host_ops rt_host_ops = {
     .major_is_dead = host_major_is_dead,
     .update_young_limit = rt_renew_minor_sample,
     .request_safe_point = rt_request_safe_point,
-    .capture_callstack = NULL, /* the core's DWARF unwinder */
+    .capture_callstack = rt_capture_callstack, /* from the mutator (callstack.c) */
 };
 
 void rt_memprof_install(void)

@@ -8,10 +8,12 @@
  *   --tracked 0|1  the tracker's alloc callback returns NONE (0) or data (1)
  *   --rate R       sampling rate per word; 0: core present, not sampling
  *   --iterations N records to allocate (default 10,000,000)
+ *   --callstack N  frames captured per sample (default 0: none), to
+ *                  measure the unwinder's cost per sample
  *
  * Built twice: build/workload-seed, and build/workload-seed-nohook with
- * -DRT_NO_MEMPROF where rt has no memprof hook at all (--rate and
- * --tracked must then be 0).  Prints one summary line; its "samples" is
+ * -DRT_NO_MEMPROF where rt has no memprof hook at all (--rate,
+ * --tracked and --callstack must then be 0).  Prints one summary line; its "samples" is
  * the entries the profile created (0 without the hook).
  */
 #include <stdio.h>
@@ -27,12 +29,15 @@
 #define LONG_SLOTS 1000000
 #define DEFAULT_ITERATIONS 10000000
 #define SEED 42
+/* Deepest --callstack (the core captures at most this many frames). */
+#define MAX_CALLSTACK 4096
 
 struct seed_options {
 	int long_lived;
 	uint64_t tracked;
 	double rate;
 	uint64_t iterations;
+	uint64_t callstack;
 };
 
 static int parse(int argc, char **argv, struct seed_options *o)
@@ -61,10 +66,13 @@ static int parse(int argc, char **argv, struct seed_options *o)
 		} else if (!strcmp(arg, "--iterations")) {
 			if (option_u64(arg, val, 1, UINT64_MAX >> 1, &o->iterations))
 				return -1;
+		} else if (!strcmp(arg, "--callstack")) {
+			if (option_u64(arg, val, 0, MAX_CALLSTACK, &o->callstack))
+				return -1;
 		} else {
 			fprintf(stderr,
 				"workload-seed: unknown option '%s' (options: --kind short|long, "
-				"--tracked 0|1, --rate R, --iterations N)\n",
+				"--tracked 0|1, --rate R, --iterations N, --callstack N)\n",
 				arg);
 			return -1;
 		}
@@ -99,7 +107,7 @@ static int start_profile(const struct seed_options *o)
 
 	tracked = (int)o->tracked;
 	memprof_set_seed(SEED);
-	if (o->rate > 0 && memprof_start(o->rate, 0, &t)) {
+	if (o->rate > 0 && memprof_start(o->rate, (size_t)o->callstack, &t)) {
 		fprintf(stderr, "workload-seed: memprof_start failed\n");
 		return -1;
 	}
@@ -121,9 +129,9 @@ static unsigned long long profile_samples(void)
 
 static int start_profile(const struct seed_options *o)
 {
-	if (o->rate > 0 || o->tracked) {
-		fprintf(stderr, "workload-seed-nohook: built without memprof: --rate and "
-				"--tracked must be 0\n");
+	if (o->rate > 0 || o->tracked || o->callstack) {
+		fprintf(stderr, "workload-seed-nohook: built without memprof: --rate, "
+				"--tracked and --callstack must be 0\n");
 		return -1;
 	}
 	return 0;
