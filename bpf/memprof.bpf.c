@@ -81,7 +81,7 @@ struct user_stack {
 };
 
 /* PCs read at once onto the BPF stack. */
-#define STACK_CHUNK 8
+#define STACK_CHUNK 32
 #define STACK_CHUNKS (MEMPROF_STACK_DEPTH / STACK_CHUNK)
 
 /* Read chunk c of s into buf; returns its PC count, or -1 on a fault. */
