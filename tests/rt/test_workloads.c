@@ -129,15 +129,15 @@ Test(rt_workloads, seed_kinds_and_variants)
 Test(rt_workloads, bad_options_one_line)
 {
 	static const char *const cmds[] = {
-		"./build/workload-sites --rate 2",
-		"./build/workload-sites --iterations x",
-		"./build/workload-sites --seconds",
-		"./build/workload-sites --nope 1",
-		"./build/workload-seed --kind medium",
-		"./build/workload-seed --tracked 2",
-		"./build/workload-seed-nohook --rate 0.1",
-		"./build/workload-seed --callstack 5000",
-		"./build/workload-seed-nohook --callstack 4",
+	    "./build/workload-sites --rate 2",
+	    "./build/workload-sites --iterations x",
+	    "./build/workload-sites --seconds",
+	    "./build/workload-sites --nope 1",
+	    "./build/workload-seed --kind medium",
+	    "./build/workload-seed --tracked 2",
+	    "./build/workload-seed-nohook --rate 0.1",
+	    "./build/workload-seed --callstack 5000",
+	    "./build/workload-seed-nohook --callstack 4",
 	};
 	struct run r;
 
