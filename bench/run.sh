@@ -20,11 +20,17 @@ if [ "$BENCH_QUICK" = 1 ]; then
 else
 	export REPS=5
 fi
-export BUILD=build
-export WORK=$BUILD/bench/work
+export WORK=build/bench/work
 rm -rf "$WORK"
 mkdir -p "$WORK" bench/results
 out=$WORK/latest.md
+
+# Measure copies of the inputs: the tree may be rebuilt while this runs.
+INPUTS="workload-seed workload-seed-nohook workload-sites memprof-bpf libmemprof-preload.so
+	libmemprof.a bench/mallocmix bench/probeloop bench/gcscale"
+# shellcheck disable=SC2086
+./bench/lib/snapshot.sh build "$WORK/inputs" $INPUTS
+export BUILD=$WORK/inputs
 
 tables=${BENCH_TABLES:-1 2 3 4}
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
@@ -43,10 +49,13 @@ cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 	echo "**Method.** Every figure compares configurations measured side by side in this one run:"
 	echo "each round runs every configuration of a table once (the order alternates A B C ... C B A"
 	echo "between rounds to cancel drift), $REPS rounds; a ratio is the median of the per-round ratios,"
-	echo "with their range in parentheses. Times are wall-clock times of the whole process unless a"
-	echo "row says otherwise (for traced runs: the target's own work phase, so tracer start-up is"
-	echo "excluded). Exact per-operation costs are valgrind callgrind instruction counts (Ir), which"
-	echo "do not depend on machine noise. No figure here is a pass/fail test."
+	echo "with their range in parentheses. The measure is CPU time (user+system) of the measured"
+	echo "process, which on a shared machine swings far less than wall time; uprobe traps and BPF"
+	echo "programs run in the traced task and are charged to it. For traced runs only the target's"
+	echo "own work counts (tracer start-up excluded). Table 3 adds wall time, because some tools work"
+	echo "in another process. Exact per-operation costs are valgrind callgrind instruction counts"
+	echo "(Ir), which do not depend on machine noise. The binaries measured are copies taken at the"
+	echo "start of the run. No figure here is a pass/fail test."
 	echo
 } >"$out"
 

@@ -11,20 +11,23 @@ under `bash -c`, so it may set variables, pipe, or run a helper script.
 
 OUT.jsonl gets one JSON object per run: label, round, rc, wall_s (wall
 time of the command), cpu_s (user+system time of the command and its
-waited-for children), and every "KEY NUMBER" line the command printed on
+waited-for descendants, from wait4, microsecond resolution), and every "KEY NUMBER" line the command printed on
 stdout as values[KEY] (last one wins).  A failed run keeps its rc and the
 last line of its stderr in "error".
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 VALUE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)[ =:]+(-?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*$")
 DEFAULT_REPS = 5
 DEFAULT_TIMEOUT_S = 600
+POLL_S = 0.001
 
 
 def parse_spec(path):
@@ -44,28 +47,38 @@ def parse_spec(path):
 
 
 def run_one(label, cmd, rnd, timeout):
-    before = os.times()
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run(["bash", "-c", cmd], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, timeout=timeout, text=True,
-                           errors="replace")
-        rc, out, err = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc, out, err = -1, e.stdout or "", f"timed out after {timeout} s"
-        if isinstance(out, bytes):
-            out = out.decode(errors="replace")
-    wall = time.monotonic() - t0
-    after = os.times()
-    cpu = (after.children_user - before.children_user) + \
-          (after.children_system - before.children_system)
+    """Run one command; its CPU time comes from wait4's rusage (microsecond
+    resolution, the command and every descendant it waited for)."""
+    with tempfile.TemporaryFile("w+") as fout, tempfile.TemporaryFile("w+") as ferr:
+        t0 = time.monotonic()
+        p = subprocess.Popen(["bash", "-c", cmd], stdout=fout, stderr=ferr,
+                             start_new_session=True)
+        status = ru = None
+        while True:
+            pid, st, r = os.wait4(p.pid, os.WNOHANG)
+            if pid == p.pid:
+                status, ru = st, r
+                break
+            if time.monotonic() - t0 > timeout:
+                os.killpg(p.pid, signal.SIGKILL)
+                _, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(POLL_S)
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        fout.seek(0)
+        ferr.seek(0)
+        out, err = fout.read(), ferr.read()
+    rc = p.returncode
+    if wall > timeout:
+        err += f"\ntimed out after {timeout} s"
     values = {}
     for line in out.splitlines():
         m = VALUE_LINE.match(line.strip())
         if m:
             values[m.group(1)] = float(m.group(2))
     rec = {"label": label, "round": rnd, "rc": rc, "wall_s": wall,
-           "cpu_s": cpu, "values": values}
+           "cpu_s": ru.ru_utime + ru.ru_stime, "values": values}
     if rc != 0:
         lines = [l for l in err.strip().splitlines() if l.strip()]
         rec["error"] = lines[-1] if lines else f"exit status {rc}"

@@ -52,9 +52,18 @@ def cost(r):
     if r is None:
         return "not measured"
     m, lo, hi = r
-    if lo <= 1.0 <= hi and abs(m - 1) < NOISE:
-        return f"{m:.2f}x, indistinguishable from no sampling"
+    if lo <= 1.0 <= hi:
+        return f"{m:.2f}x, not distinguishable from 1 (rounds {lo:.2f}-{hi:.2f})"
     return f"{m:.2f}x ({pct(r)})"
+
+
+def ir_ratio(work, kind, label):
+    try:
+        ir = dict(l.split() for l in open(os.path.join(work, f"t1-ir-{kind}.txt"))
+                  if len(l.split()) == 2)
+        return int(ir[label]) / int(ir["base"])
+    except (OSError, KeyError, ValueError, ZeroDivisionError):
+        return None
 
 
 def t1(work):
@@ -74,6 +83,11 @@ def t1(work):
         if r2t and m2t:
             s += (f" At 1e-2 (tracked) the runtime is at {r2t[0]:.2f}x and OCaml at "
                   f"{m2t[0]:.2f}x.")
+        irs = [(rate, ir_ratio(work, kind, f"1-{rate}")) for rate in ("1e-4", "1e-3", "1e-2")]
+        irs = [(rate, v) for rate, v in irs if v is not None]
+        if irs:
+            s += (" In instructions, free of noise, tracked sampling adds " +
+                  ", ".join(f"{(v - 1) * 100:.1f}% at {rate}" for rate, v in irs) + ".")
         # Lowest rate at which the runtime's tracked cost is clearly measurable.
         for rate in ("1e-5", "1e-4", "1e-3", "1e-2"):
             r = ratio(rt, f"1-{rate}", "base", CPU)

@@ -11,8 +11,10 @@ OCAML_BIN=$WORK/ocaml-memprof-bench
 
 if [ "$BENCH_QUICK" = 1 ]; then
 	RT_SHORT_N=2000000 RT_LONG_N=1500000 ML_SHORT_N=40000000 ML_LONG_N=2000000
+	IR_SHORT_N=300000 IR_LONG_N=1100000
 else
 	RT_SHORT_N=80000000 RT_LONG_N=8000000 ML_SHORT_N=400000000 ML_LONG_N=15000000
+	IR_SHORT_N=2000000 IR_LONG_N=1500000
 fi
 
 # ---- rt ----
@@ -69,6 +71,36 @@ for kind in short long; do
 	fi
 done
 
+# ---- rt under callgrind: instruction counts, exact and noise-free ----
+# (fixed seed, so a run's sampling decisions are the same every time; Ir
+# does not see cache misses, which the long workload is full of.)
+ir_of() { # kind tracked rate n
+	valgrind --tool=callgrind --callgrind-out-file=/dev/null "$SEED" --kind $1 --tracked $2 \
+		--rate $3 --iterations $4 2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+if [ -z "$rt_missing" ] && command -v valgrind >/dev/null; then
+	for kind in short long; do
+		n=$([ $kind = short ] && echo $IR_SHORT_N || echo $IR_LONG_N)
+		log "table 1: rt $kind under callgrind ($n iterations)"
+		echo "base $(ir_of $kind 0 0 $n)" >"$WORK/t1-ir-$kind.txt"
+		for r in $RATES; do
+			for tr in 0 1; do
+				echo "$tr-$r $(ir_of $kind $tr $r $n)" >>"$WORK/t1-ir-$kind.txt"
+			done
+		done
+	done
+fi
+ir_cell() { # kind label
+	python3 - "$WORK/t1-ir-$1.txt" "$2" <<'PY'
+import sys
+try:
+    ir = dict(l.split() for l in open(sys.argv[1]) if len(l.split()) == 2)
+    print(f"{int(ir[sys.argv[2]]) / int(ir['base']):.3f}")
+except (OSError, KeyError, ValueError, ZeroDivisionError):
+    print("not available: no instruction count")
+PY
+}
+
 rt_cell() { # kind label base
 	if [ -n "$rt_missing" ]; then na "$rt_missing"; else $S ratio "$WORK/t1-rt-$1.jsonl" "$2" "$3" --metric cpu_s; fi
 }
@@ -88,18 +120,21 @@ echo "it returns NONE. Anchor: OCaml 4.13's Gc.Memprof running the same two work
 echo "(bench/ocaml/memprof_bench.ml, $ML_SHORT_N short / $ML_LONG_N long records), against the same"
 echo "OCaml program not sampling. Rates are per word, header included, in both."
 echo
-echo "| workload | callback | rate | rt: time / rate 0 | OCaml Gc.Memprof: time / not sampling |"
-echo "|---|---|---|---|---|"
+echo "The Ir column is the same ratio in callgrind instruction counts ($IR_SHORT_N short /"
+echo "$IR_LONG_N long records): exact, free of machine noise, but blind to cache misses."
+echo
+echo "| workload | callback | rate | rt: CPU time / rate 0 | rt: Ir / rate 0 | OCaml Gc.Memprof: CPU time / not sampling |"
+echo "|---|---|---|---|---|---|"
 for kind in short long; do
 	for tr in 0 1; do
 		cb=$([ $tr = 1 ] && echo tracked || echo untracked)
 		for r in $RATES; do
-			echo "| $kind | $cb | $r | $(rt_cell $kind $tr-$r base) | $(ml_cell $kind $tr-$r) |"
+			echo "| $kind | $cb | $r | $(rt_cell $kind $tr-$r base) | $(ir_cell $kind $tr-$r) | $(ml_cell $kind $tr-$r) |"
 		done
 	done
 done
 for kind in short long; do
-	echo "| $kind | core present, not sampling (rate 0) / no hook (workload-seed-nohook) | - | $(rt_cell $kind base nohook) | - |"
+	echo "| $kind | core present, not sampling (rate 0) / no hook (workload-seed-nohook) | - | $(rt_cell $kind base nohook) | - | - |"
 done
 echo
 echo "Context, from the seed discussion (OCaml PR 8920, times in seconds, median of 5, a different"
