@@ -85,9 +85,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memprof_tracker tracker = {
-		.alloc_minor = keep,
-		.alloc_major = keep,
-		.promote = keep_promoted,
+	    .alloc_minor = keep,
+	    .alloc_major = keep,
+	    .promote = keep_promoted,
 	};
 	rt_value slots = RT_UNIT, rec = RT_UNIT;
 	int err;

@@ -42,8 +42,7 @@ enum { DEFAULT_WAIT_TRACER_S = 60 };
 enum site_id { SITE_TINY, SITE_SMALL, SITE_MEDIUM, SITE_LARGE, SITE_BUFFER, SITE_COUNT };
 
 static const char *const site_names[SITE_COUNT] = {
-	"site_tiny_temp", "site_small_temp", "site_medium_keep", "site_large_temp",
-	"site_buffer_keep",
+    "site_tiny_temp", "site_small_temp", "site_medium_keep", "site_large_temp", "site_buffer_keep",
 };
 
 struct site_total {
