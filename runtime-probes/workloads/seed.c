@@ -10,6 +10,8 @@
  *   --iterations N records to allocate (default 10,000,000)
  *   --callstack N  frames captured per sample (default 0: none), to
  *                  measure the unwinder's cost per sample
+ *   --depth D      allocate from D nested calls below main (default 0),
+ *                  for deeper stacks to unwind
  *
  * Built twice: build/workload-seed, and build/workload-seed-nohook with
  * -DRT_NO_MEMPROF where rt has no memprof hook at all (--rate,
@@ -31,6 +33,7 @@
 #define SEED 42
 /* Deepest --callstack (the core captures at most this many frames). */
 #define MAX_CALLSTACK 4096
+#define MAX_DEPTH 10000
 
 struct seed_options {
 	int long_lived;
@@ -38,6 +41,7 @@ struct seed_options {
 	double rate;
 	uint64_t iterations;
 	uint64_t callstack;
+	uint64_t depth;
 };
 
 static int parse(int argc, char **argv, struct seed_options *o)
@@ -69,11 +73,15 @@ static int parse(int argc, char **argv, struct seed_options *o)
 		} else if (!strcmp(arg, "--callstack")) {
 			if (option_u64(arg, val, 0, MAX_CALLSTACK, &o->callstack))
 				return -1;
+		} else if (!strcmp(arg, "--depth")) {
+			if (option_u64(arg, val, 0, MAX_DEPTH, &o->depth))
+				return -1;
 		} else {
-			fprintf(stderr,
-				"workload-seed: unknown option '%s' (options: --kind short|long, "
-				"--tracked 0|1, --rate R, --iterations N, --callstack N)\n",
-				arg);
+			fprintf(
+			    stderr,
+			    "workload-seed: unknown option '%s' (options: --kind short|long, "
+			    "--tracked 0|1, --rate R, --iterations N, --callstack N, --depth D)\n",
+			    arg);
 			return -1;
 		}
 	}
@@ -158,6 +166,16 @@ static int run(const struct seed_options *o)
 	return err;
 }
 
+/* run() below `depth` real call frames (no inlining, no tail calls). */
+__attribute__((noinline, noclone)) static int run_at_depth(const struct seed_options *o,
+							   uint64_t depth)
+{
+	volatile int err;
+
+	err = depth ? run_at_depth(o, depth - 1) : run(o);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	struct seed_options o = {.iterations = DEFAULT_ITERATIONS};
@@ -172,7 +190,7 @@ int main(int argc, char **argv)
 	}
 	if (start_profile(&o))
 		return 1;
-	err = run(&o);
+	err = run_at_depth(&o, o.depth);
 	if (err) {
 		fprintf(stderr, "workload-seed: allocation failed (error %d)\n", err);
 		return 1;

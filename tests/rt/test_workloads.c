@@ -118,7 +118,7 @@ Test(rt_workloads, seed_kinds_and_variants)
 	cr_assert(strstr(r.out, "kind long tracked 1"));
 	run("./build/workload-seed --kind short --iterations 100000", &r);
 	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
-	run("./build/workload-seed --iterations 100000 --rate 0.01 --callstack 64", &r);
+	run("./build/workload-seed --iterations 100000 --rate 0.01 --callstack 64 --depth 30", &r);
 	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
 	cr_assert(!strstr(r.out, "samples 0\n"), "no sample: %s", r.out);
 	run("./build/workload-seed-nohook --kind long --iterations 1500000", &r);
@@ -138,6 +138,7 @@ Test(rt_workloads, bad_options_one_line)
 	    "./build/workload-seed-nohook --rate 0.1",
 	    "./build/workload-seed --callstack 5000",
 	    "./build/workload-seed-nohook --callstack 4",
+	    "./build/workload-seed --depth -1",
 	};
 	struct run r;
 
