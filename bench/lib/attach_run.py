@@ -110,7 +110,17 @@ def read_mem(pid, addr, size):
 
 
 def proc_cpu_s(pid):
-    """utime + stime of a live process, in seconds, or None."""
+    """CPU time of a live process in seconds, or None: the sum of its
+    threads' schedstat run times (nanoseconds), else utime + stime from
+    /proc/PID/stat (clock ticks, too coarse for an idle loader)."""
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+    except (OSError, IndexError, ValueError):
+        pass
     try:
         with open(f"/proc/{pid}/stat") as f:
             rest = f.read().rsplit(")", 1)[1].split()

@@ -10,7 +10,8 @@ usage:
   summarize.py perunit RESULTS LABEL BASE --per M2 [--metric M] [--scale K]
       median over rounds of (M(LABEL) - M(BASE)) / M2(LABEL) * K
       (e.g. the extra nanoseconds per sample); --per-count N divides by the
-      constant N instead
+      constant N instead.  When some round's difference is not positive the
+      figure is below the noise and is reported as not available.
   summarize.py check   RESULTS LABEL...
       prints nothing and exits 0 when every run of every LABEL succeeded;
       otherwise prints "not available: <first error>" and exits 1
@@ -143,6 +144,9 @@ def main():
         vals = [(a[r] - b[r]) / per[r] * scale for r in rounds if per.get(r)]
         if not vals:
             na(f"{opts['--per']} was zero in every round")
+        if min(vals) <= 0:
+            na("the difference is within the round-to-round noise "
+               f"(per-round {fmt_num(min(vals), '%.0f')} to {fmt_num(max(vals), '%.0f')})")
         fmt = opts["--fmt"] or "%.0f"
         print(fmt % statistics.median(vals))
         return

@@ -74,7 +74,7 @@ done
 # ---- rt under callgrind: instruction counts, exact and noise-free ----
 # (fixed seed, so a run's sampling decisions are the same every time; Ir
 # does not see cache misses, which the long workload is full of.)
-ir_of() { # kind tracked rate n
+ir_of() { # kind tracked rate n (the binary: $SEED)
 	valgrind --tool=callgrind --callgrind-out-file=/dev/null "$SEED" --kind $1 --tracked $2 \
 		--rate $3 --iterations $4 2>&1 >/dev/null | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
@@ -83,6 +83,7 @@ if [ -z "$rt_missing" ] && command -v valgrind >/dev/null; then
 		n=$([ $kind = short ] && echo $IR_SHORT_N || echo $IR_LONG_N)
 		log "table 1: rt $kind under callgrind ($n iterations)"
 		echo "base $(ir_of $kind 0 0 $n)" >"$WORK/t1-ir-$kind.txt"
+		echo "nohook $(SEED=$NOHOOK ir_of $kind 0 0 $n)" >>"$WORK/t1-ir-$kind.txt"
 		for r in $RATES; do
 			for tr in 0 1; do
 				echo "$tr-$r $(ir_of $kind $tr $r $n)" >>"$WORK/t1-ir-$kind.txt"
@@ -90,12 +91,12 @@ if [ -z "$rt_missing" ] && command -v valgrind >/dev/null; then
 		done
 	done
 fi
-ir_cell() { # kind label
-	python3 - "$WORK/t1-ir-$1.txt" "$2" <<'PY'
+ir_cell() { # kind label [base]
+	python3 - "$WORK/t1-ir-$1.txt" "$2" "${3:-base}" <<'PY'
 import sys
 try:
     ir = dict(l.split() for l in open(sys.argv[1]) if len(l.split()) == 2)
-    print(f"{int(ir[sys.argv[2]]) / int(ir['base']):.3f}")
+    print(f"{int(ir[sys.argv[2]]) / int(ir[sys.argv[3]]):.3f}")
 except (OSError, KeyError, ValueError, ZeroDivisionError):
     print("not available: no instruction count")
 PY
@@ -134,7 +135,7 @@ for kind in short long; do
 	done
 done
 for kind in short long; do
-	echo "| $kind | core present, not sampling (rate 0) / no hook (workload-seed-nohook) | - | $(rt_cell $kind base nohook) | - | - |"
+	echo "| $kind | core present, not sampling (rate 0) / no hook (workload-seed-nohook) | - | $(rt_cell $kind base nohook) | $(ir_cell $kind base nohook) | - |"
 done
 echo
 echo "Context, from the seed discussion (OCaml PR 8920, times in seconds, median of 5, a different"

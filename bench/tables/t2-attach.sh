@@ -80,6 +80,25 @@ else
 	fi
 fi
 
+# The preload's own micro-benchmark (runtime-probes/preload/bench): in-process
+# cost of one sample in the malloc host, without and with its call stack.
+PSC=$BUILD/bench/preload-sample-cost
+[ -x "$PSC" ] || PSC=build/bench/preload-sample-cost
+psc_line=""
+if [ -x "$PSC" ] && [ -e "$PRELOAD" ]; then
+	LD_PRELOAD=$(realpath "$PRELOAD") "$PSC" >"$WORK/t2-psc.out" 2>&1
+	psc_without=$(sed -n 's/^sample_ns_without_stack //p' "$WORK/t2-psc.out")
+	psc_with=$(sed -n 's/^sample_ns_with_stack //p' "$WORK/t2-psc.out")
+	psc_depth=$(sed -n 's/^depth \([0-9]*\).*/\1/p' "$WORK/t2-psc.out")
+	if [ -n "$psc_without" ] && [ -n "$psc_with" ]; then
+		psc_line="In-process part in the malloc host, from the preload's own micro-benchmark (build/bench/preload-sample-cost: fastest of 5 interleaved rounds of its own timing, a call stack $psc_depth frames deep): $psc_without ns per sample without a call stack, $psc_with ns with one (callbacks included)."
+	else
+		psc_line="In-process part in the malloc host: $(na "preload-sample-cost printed no figures: $(tail -n 1 "$WORK/t2-psc.out")")."
+	fi
+else
+	psc_line="In-process part in the malloc host: $(na "build/bench/preload-sample-cost or the preload is not built")."
+fi
+
 rt_ratio() { [ -n "$rt_missing" ] && na "$rt_missing" || $S ratio "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s; }
 rt_ns() { [ -n "$rt_missing" ] && na "$rt_missing" || $S perunit "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s --per values.memprof_ctl_samples --scale 1e9; }
 # In-process sampling alone (no tracer, no call stack): its samples are not
@@ -118,6 +137,8 @@ for r in $RATES; do
 	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) | - |"
 done
 echo "| malloc: preload loaded, detached / plain glibc | - | $(mm_ratio detached glibc) | - | - | - |"
+echo
+echo "$psc_line"
 echo
 echo "Detached probe site (build/bench/probeloop under callgrind, $LOOP_N iterations of a loop with"
 echo "one semaphore-guarded 7-argument USDT probe, the shape of memprof:sample, against the same"

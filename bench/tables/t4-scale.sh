@@ -91,7 +91,7 @@ if [ -z "$la_missing" ]; then
 	python3 bench/lib/abrun.py "$spec" "$WORK/t4-loader.jsonl" --reps "$REPS"
 	echo "workload-seed short (--rate 0) traced by build/memprof-bpf for about $RUN_S s, at the rate"
 	echo "that gives about 1k, 10k and 100k samples per second here (calibrated from a detached run:"
-	printf '%.3g words per second). CPU%%: the loader'"'"'s utime+stime (/proc/PID/stat) over the traced\n' "$wps"
+	printf '%.3g words per second). CPU%%: the loader'"'"'s CPU time (/proc/PID/task/*/schedstat) over the traced\n' "$wps"
 	echo "run, divided by its wall time; the BPF programs themselves run in the target's context, on"
 	echo "its CPU time. RSS: the loader's VmRSS during the run, and its peak (ru_maxrss, start-up"
 	echo "included). Medians of $REPS rounds."
