@@ -95,9 +95,12 @@ def t1(work):
                 s += f" Tracked sampling first shows a cost above the round-to-round spread at {rate}."
                 break
         hook = ratio(rt, "base", "nohook", CPU)
+        nohook_ir = ir_ratio(work, kind, "nohook")  # no hook / hook
+        hook_ir = 1 / nohook_ir if nohook_ir else None
         if hook:
             s += (f" The hook itself (core linked in, not sampling, against the runtime built "
-                  f"without it) is {cost(hook)} here.")
+                  f"without it) is {cost(hook)} in CPU time")
+            s += (f" and {(hook_ir - 1) * 100:+.1f}% in instructions." if hook_ir else ".")
         out.append(s)
     return " ".join(out)
 
@@ -175,13 +178,40 @@ def t3(work):
         s += (f" {', '.join(exact)} see every call, so their per-site figures are exact when"
               " their probes were all in place before the work began; they pay for it on"
               " every malloc and free.")
+    zs = memprof_max_sd(work)
+    if zs:
+        worst = max(zs, key=lambda t: zs[t])
+        s += (" memprof-bpf's per-site estimates are at most "
+              f"{zs[worst]:.1f} standard deviations from the exact bytes ({worst} in this"
+              " run's last round), " +
+              ("inside the 5.7 sd bound OCaml's statistical tests use." if zs[worst] < 5.7
+               else "beyond the 5.7 sd bound: a sign of bias worth investigating."))
     mp = [t for t in ("memprof-1e-5", "memprof-1e-4") if t in got]
     if mp and "bpftrace" in got:
         s += (f" memprof-bpf at {mp[0][8:]} costs {got['bpftrace'][0] / got[mp[0]][0]:.0f} times"
-              " less CPU than bpftrace here, trading exact counts for Poisson estimates whose"
-              " spread the standard deviations in the table show (beyond 5.7 sd would mean"
-              " a bias).")
+              " less CPU than bpftrace here, trading exact counts for Poisson estimates.")
     return s
+
+
+def memprof_max_sd(work):
+    """{label: largest |estimate - exact| / sd over the sites} for memprof-bpf."""
+    import accuracy
+    out = {}
+    try:
+        sites = accuracy.exact_totals(os.path.join(work, "t3", "exact.txt"))
+    except (OSError, ValueError):
+        return out
+    for rate in ("1e-5", "1e-4"):
+        try:
+            with open(os.path.join(work, "t3", f"memprof-{rate}.folded")) as f:
+                est, _ = accuracy.parse_memprof(f.read(), sites)
+        except (OSError, ValueError):
+            continue
+        r = float(rate)
+        out[f"memprof-{rate}"] = max(
+            abs(est[s] - sites[s]["bytes"]) / (8 * (sites[s]["bytes"] / 8 / r) ** 0.5)
+            for s in sites if sites[s]["bytes"])
+    return out
 
 
 def t4(work):
@@ -193,7 +223,7 @@ def t4(work):
             first = rows[0][1]
             dev = max(abs(ir / first - 1) for _, ir, _ in rows)
             s = (f"From {rows[0][0]:,} to {rows[-1][0]:,} tracked old blocks the minor"
-                 f" collections' instruction count moves by at most {dev * 100:.2f}%")
+                 f" collections' instruction count moves by at most {dev * 100:.4f}%")
             s += (": flat, as the young-suffix design intends." if dev < 0.05 else
                   ": not flat; the minor collection depends on the number of old entries.")
             out.append(s)
