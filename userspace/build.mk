@@ -56,5 +56,6 @@ ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO)
 TEST_BINS += $(ATTACH_TEST)
 
 # ---- make demo ----
-demo: build-all
+demo: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory build-all
 	@./scripts/demo.sh
