@@ -166,14 +166,25 @@ int rt_alloc_young(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
 	return 0;
 }
 
-/* The slow path of rt_alloc, under the mark of its caller's entry. */
-static int alloc_one_slow(size_t wosize, unsigned tag, rt_value *out)
+/*
+ * The slow path of rt_alloc, out of line so that the fast path needs no
+ * stack frame and saves no register.  mutator_return is rt_alloc's own
+ * return address: the slow path marks it for the call stack hook.
+ */
+static __attribute__((noinline)) int alloc_one_slow(size_t wosize, unsigned tag, rt_value *out,
+						   uintptr_t mutator_return)
 {
+	int marked = rt_entry_mark(mutator_return);
+	int err;
+
 	if (tag == RT_CUSTOM_TAG)
-		return EINVAL;
-	if (wosize > RT_MAX_YOUNG_WOSIZE)
-		return rt_alloc_major(wosize, tag, out);
-	return rt_alloc_young(1, &wosize, tag, out);
+		err = EINVAL;
+	else if (wosize > RT_MAX_YOUNG_WOSIZE)
+		err = rt_alloc_major(wosize, tag, out);
+	else
+		err = rt_alloc_young(1, &wosize, tag, out);
+	rt_entry_unmark(marked);
+	return err;
 }
 
 /*
@@ -183,7 +194,6 @@ static int alloc_one_slow(size_t wosize, unsigned tag, rt_value *out)
 int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 {
 	uintptr_t new_ptr = rt.young_ptr - (wosize + 1) * RT_WORD;
-	int marked, err;
 
 	if (wosize - 1 < RT_MAX_YOUNG_WOSIZE && tag < RT_CUSTOM_TAG &&
 	    new_ptr >= __atomic_load_n(&rt.young_limit, __ATOMIC_RELAXED) &&
@@ -198,10 +208,7 @@ int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 		*out = (rt_value)(p + 1);
 		return 0;
 	}
-	marked = RT_ENTRY_MARK();
-	err = alloc_one_slow(wosize, tag, out);
-	rt_entry_unmark(marked);
-	return err;
+	return alloc_one_slow(wosize, tag, out, (uintptr_t)__builtin_return_address(0));
 }
 
 int rt_alloc_comb(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
