@@ -12,7 +12,7 @@ BENCH_PACKAGES := bpftrace bpfcc-tools heaptrack libjemalloc2 libjemalloc-dev \
 # Frame pointers: the eBPF peers unwind user stacks by them.
 EXTRA_CFLAGS_bench/ := -fno-omit-frame-pointer
 
-BENCH_TOOLS := $(BENCH_BIN)/mallocmix $(BENCH_BIN)/probeloop
+BENCH_TOOLS := $(BENCH_BIN)/mallocmix $(BENCH_BIN)/probeloop $(BENCH_BIN)/mallocpair
 # gcscale links the reference runtime and the core (rt.mk, core.mk).
 BENCH_RT_TOOLS := $(BENCH_BIN)/gcscale
 ALL_TARGETS += $(BENCH_TOOLS) $(BENCH_RT_TOOLS)
@@ -25,6 +25,11 @@ $(BENCH_BIN)/mallocmix: $(BUILD)/obj/bench/mallocmix.o
 $(BENCH_BIN)/probeloop: $(BUILD)/obj/bench/probeloop.o
 	@mkdir -p $(@D)
 	$(CC) $^ -o $@
+
+# mallocpair finds memprof_start with dlsym (it runs plain and preloaded).
+$(BENCH_BIN)/mallocpair: $(BUILD)/obj/bench/mallocpair.o
+	@mkdir -p $(@D)
+	$(CC) $^ -o $@ -ldl
 
 $(BENCH_BIN)/gcscale: $(BUILD)/obj/bench/gcscale.o $(BUILD)/librt.a $(BUILD)/libmemprof.a
 	@mkdir -p $(@D)

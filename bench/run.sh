@@ -27,7 +27,7 @@ out=$WORK/latest.md
 
 # Measure copies of the inputs: the tree may be rebuilt while this runs.
 INPUTS="workload-seed workload-seed-nohook workload-sites memprof-bpf libmemprof-preload.so
-	libmemprof.a bench/mallocmix bench/probeloop bench/gcscale bench/preload-sample-cost"
+	libmemprof.a bench/mallocmix bench/mallocpair bench/probeloop bench/gcscale bench/preload-sample-cost"
 # shellcheck disable=SC2086
 ./bench/lib/snapshot.sh build "$WORK/inputs" $INPUTS
 export BUILD=$WORK/inputs

@@ -156,12 +156,53 @@ def t2(work):
     if pre:
         out.append(f"Loading the preload without a tracer costs {cost(pre)} on the malloc "
                    "workload.")
+    pair = pair_sentence(work)
+    if pair:
+        out.append(pair)
     low = ratio(rt, "attached-1e-5", "detached", "values.target_cpu_s")
     if low:
         out.append(f"At the default rate 1e-5 the traced runtime runs at {cost(low)}.")
     if not out:
         return "Nothing in this table was measured in this run."
     return " ".join(out)
+
+
+def pair_n(work):
+    """N of the pair measurements (written by t2-attach.sh), or None."""
+    try:
+        return int(open(os.path.join(work, "t2-pair-n.txt")).read())
+    except (OSError, ValueError):
+        return None
+
+
+def pair_sentence(work):
+    """The malloc+free pair counts in words: what the preload and sampling add."""
+    import pairs
+    try:
+        rows = pairs.load(os.path.join(work, "t2-pair.txt"))
+    except (OSError, ValueError):
+        return None
+    full = {s: r for s, r in rows.items()
+            if all(k in r for k in ("glibc", "detached", "inprocess-1e-4"))}
+    if not full:
+        return None
+    added = [r["detached"][0] - r["glibc"][0] for r in full.values()]
+    ratios = [r["detached"][0] / r["glibc"][0] for r in full.values()]
+    samp = [r["inprocess-1e-4"][0] / r["detached"][0] for r in full.values()]
+    span = (lambda v, f: f(min(v)) if f(min(v)) == f(max(v)) else
+            f"{f(min(v))} to {f(max(v))}")
+    sizes = ", ".join(f"{s:,}" for s in full)
+    n = pair_n(work)
+    per = [x for x in (pairs.ir_per_sample(r, "1e-4", n) for r in full.values())
+           if x is not None] if n else []
+    return (f"In instructions, the detached preload adds {span(added, lambda x: f'{x:.0f}')} Ir"
+            f" to each malloc+free pair ({span(ratios, lambda x: f'{x:.2f}')}x plain glibc,"
+            f" blocks of {sizes} B); in-process sampling at 1e-4 then takes a pair to"
+            f" {span(samp, lambda x: f'{x:.3f}')}x the detached count" +
+            (" (more for larger blocks, which span more sample points)"
+             if len(samp) > 1 and samp == sorted(samp) and samp[0] < samp[-1] else "") +
+            (f", about {span(per, lambda x: f'{x:,.0f}')} Ir per sample" if per else "") +
+            "; the uprobe trap and BPF program of a traced sample are not in these counts.")
 
 
 def t3(work):

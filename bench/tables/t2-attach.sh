@@ -13,10 +13,12 @@ MM=$BUILD/bench/mallocmix
 AR="python3 bench/lib/attach_run.py"
 
 if [ "$BENCH_QUICK" = 1 ]; then
-	RT_N=5000000 MM_N=200000 LOOP_N=1000000
+	RT_N=5000000 MM_N=200000 LOOP_N=1000000 PAIR_N=100000
 else
-	RT_N=30000000 MM_N=1000000 LOOP_N=10000000
+	RT_N=30000000 MM_N=1000000 LOOP_N=10000000 PAIR_N=1000000
 fi
+PAIR_SIZES="16 256 4096"
+PAIR_RATES="1e-5 1e-4"
 
 missing() { # files...: the reason the first one is unusable, or nothing
 	local f
@@ -78,6 +80,45 @@ else
 	else
 		probe_cell=$(na "callgrind gave no instruction count")
 	fi
+fi
+
+# ---- one malloc+free pair, callgrind ----
+# pair_ir CONFIG N SIZE [RATE] -> "IR SAMPLES": Ir of pair_loop over N pairs
+# and the profile's sample count (0 without RATE).  CONFIG glibc runs the
+# program plain; any other runs it under the preload.
+pair_ir() {
+	local config=$1 n=$2 size=$3 rate=${4:-} out ir samples
+	local pre=()
+	[ "$config" = glibc ] || pre=(env "LD_PRELOAD=$(realpath "$PRELOAD")")
+	out=$("${pre[@]}" valgrind --tool=callgrind --trace-children=no \
+		--callgrind-out-file="$WORK/mallocpair.cg" --collect-atstart=no \
+		--toggle-collect=pair_loop "$BUILD/bench/mallocpair" "$size" "$n" $rate 2>&1)
+	ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<<"$out")
+	samples=$(sed -n 's/^samples \([0-9]*\)$/\1/p' <<<"$out")
+	[ -n "$ir" ] && echo "$ir ${samples:-0}"
+}
+# pair_cost CONFIG SIZE [RATE]: "SIZE CONFIG IR_PER_PAIR SAMPLES_PER_N" from
+# the difference between 2N and N pairs (one-off costs cancel), or nothing.
+pair_cost() {
+	local a b
+	a=$(pair_ir "$1" $PAIR_N "$2" ${3:-}) && b=$(pair_ir "$1" $((2 * PAIR_N)) "$2" ${3:-}) || return 0
+	python3 -c "
+a, sa, b, sb = map(int, '$a $b'.split())
+print('$2 $1', f'{(b - a) / $PAIR_N:.3f}', sb - sa)"
+}
+pair_missing=$(missing "$BUILD/bench/mallocpair" "$PRELOAD")
+command -v valgrind >/dev/null || pair_missing=${pair_missing:-valgrind is not installed}
+: >"$WORK/t2-pair.txt"
+echo "$PAIR_N" >"$WORK/t2-pair-n.txt"
+if [ -z "$pair_missing" ]; then
+	log "table 2: malloc+free pairs under callgrind ($PAIR_N and $((2 * PAIR_N)) pairs)"
+	for size in $PAIR_SIZES; do
+		pair_cost glibc "$size" >>"$WORK/t2-pair.txt"
+		pair_cost detached "$size" >>"$WORK/t2-pair.txt"
+		for r in $PAIR_RATES; do
+			pair_cost "inprocess-$r" "$size" "$r" >>"$WORK/t2-pair.txt"
+		done
+	done
 fi
 
 # The preload's own micro-benchmark (runtime-probes/preload/bench): in-process
@@ -143,5 +184,26 @@ echo
 echo "Detached probe site (build/bench/probeloop under callgrind, $LOOP_N iterations of a loop with"
 echo "one semaphore-guarded 7-argument USDT probe, the shape of memprof:sample, against the same"
 echo "loop without it): $probe_cell."
+echo
+echo "### One malloc+free pair, in instructions"
+echo
+echo "build/bench/mallocpair SIZE N: N times { p = malloc(SIZE); touch its first and last byte;"
+echo "free(p) } in one function, run under valgrind callgrind (--trace-children=no, collecting"
+echo "only inside that function). Ir per pair = (Ir of 2N pairs - Ir of N pairs) / N, N = $PAIR_N,"
+echo "so start-up and one-off costs (lazy binding, the first arena) cancel; a 16-byte block kept"
+echo "above the loop's block stops glibc from trimming the heap top on each free. (a) plain glibc;"
+echo "(b) under LD_PRELOAD=libmemprof-preload.so, detached (nothing sampling); (c) the same, with"
+echo "an in-process profile started through the preload's memprof_start at the given rate (no"
+echo "call stack, a tracker whose callbacks are all NULL, fixed seed); samples = those of the"
+echo "last N pairs. Valgrind cannot run a process with live uprobes (the kernel patches the text"
+echo "it translates), so (c) is the sampling path without a tracer: the kernel-side cost of a"
+echo "traced sample (uprobe trap, BPF program, stack copy) and the call-stack capture for the"
+echo "probe are not visible to callgrind; they are in the CPU ns per sample column above."
+echo
+if [ -n "$pair_missing" ]; then
+	na "$pair_missing"
+else
+	python3 bench/lib/pairs.py table "$WORK/t2-pair.txt" "$PAIR_N"
+fi
 echo
 python3 bench/lib/explain.py t2 "$WORK" 2>/dev/null || true
