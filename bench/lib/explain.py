@@ -17,6 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summarize import by_round, load  # noqa: E402
 
 CPU = "cpu_s"
+# Field notes: one int3 uprobe hit with a BPF program attached, this kind of machine.
+INT3_UPROBE_NS = 1000
 NOISE = 0.03  # a ratio within 3% of 1 whose range straddles 1 is "no measurable cost"
 
 
@@ -66,6 +68,16 @@ def ir_ratio(work, kind, label):
         return None
 
 
+def hook_ir_per_record(work, kind):
+    """(Ir with the hook - Ir without) / records of the Ir runs, or None."""
+    try:
+        ir = dict(l.split() for l in open(os.path.join(work, f"t1-ir-{kind}.txt"))
+                  if len(l.split()) == 2)
+        return (int(ir["base"]) - int(ir["nohook"])) / int(ir["records"])
+    except (OSError, KeyError, ValueError, ZeroDivisionError):
+        return None
+
+
 def t1(work):
     out = []
     for kind in ("short", "long"):
@@ -105,7 +117,9 @@ def t1(work):
         if hook:
             s += (f" The hook itself (core linked in, not sampling, against the runtime built "
                   f"without it) is {cost(hook)} in CPU time")
-            s += (f" and {(hook_ir - 1) * 100:+.1f}% in instructions." if hook_ir else ".")
+            per = hook_ir_per_record(work, kind)
+            s += (f" and {(hook_ir - 1) * 100:+.1f}% in instructions" if hook_ir else "")
+            s += (f" ({per:.1f} Ir per record)." if per is not None else ".")
         out.append(s)
     return " ".join(out)
 
@@ -146,10 +160,18 @@ def t2(work):
                    f" about {ns[0]:,.0f} ns of CPU on the runtime")
         if ns[1] is not None:
             out[-1] += f" and {ns[1]:,.0f} ns in the malloc preload"
-        out[-1] += (" (call-stack capture, uprobe trap, BPF program, stack copy and the"
-                    " in-process sampling together; the field notes measured about 1 us for"
-                    " an int3 uprobe with a BPF program on this kind of machine, so most of"
-                    " a larger figure is the rest of that list).")
+        out[-1] += (" (call-stack capture, uprobe hit, BPF program, stack copy and the"
+                    " in-process sampling together). The field notes measured about"
+                    f" {INT3_UPROBE_NS:,} ns for an int3 uprobe hit with a BPF program on this"
+                    " kind of machine, and the probe sites are now 5-byte nops, which the"
+                    " kernel optimises to about half that in the published figures the notes"
+                    " cite")
+        known = [x for x in ns if x is not None]
+        if known and min(known) > 2 * INT3_UPROBE_NS:
+            out[-1] += (", so most of each figure is the rest of that list, not the"
+                        " uprobe itself.")
+        else:
+            out[-1] += "."
     elif ns[1] is not None:
         out.append(f"At 1e-3 each sample costs about {ns[1]:,.0f} ns in the malloc preload.")
     pre = ratio(mm, "detached", "glibc", "values.work_cpu_ns")
@@ -202,7 +224,7 @@ def pair_sentence(work):
             (" (more for larger blocks, which span more sample points)"
              if len(samp) > 1 and samp == sorted(samp) and samp[0] < samp[-1] else "") +
             (f", about {span(per, lambda x: f'{x:,.0f}')} Ir per sample" if per else "") +
-            "; the uprobe trap and BPF program of a traced sample are not in these counts.")
+            "; the uprobe hit and BPF program of a traced sample are not in these counts.")
 
 
 def t3(work):

@@ -84,6 +84,7 @@ if [ -z "$rt_missing" ] && command -v valgrind >/dev/null; then
 		log "table 1: rt $kind under callgrind ($n iterations)"
 		echo "base $(ir_of $kind 0 0 $n)" >"$WORK/t1-ir-$kind.txt"
 		echo "nohook $(SEED=$NOHOOK ir_of $kind 0 0 $n)" >>"$WORK/t1-ir-$kind.txt"
+		echo "records $n" >>"$WORK/t1-ir-$kind.txt"
 		for r in $RATES; do
 			for tr in 0 1; do
 				echo "$tr-$r $(ir_of $kind $tr $r $n)" >>"$WORK/t1-ir-$kind.txt"
