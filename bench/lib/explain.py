@@ -17,8 +17,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from summarize import by_round, load  # noqa: E402
 
 CPU = "cpu_s"
-# Field notes: one int3 uprobe hit with a BPF program attached, this kind of machine.
-INT3_UPROBE_NS = 1000
+# One uprobe hit with a BPF program attached, measured on this kind of machine
+# (docs/design.md): ~780 ns on a 1-byte nop site (int3), ~435 ns on our 5-byte nop sites.
+INT3_UPROBE_NS = 780
+OPT_UPROBE_NS = 435
 NOISE = 0.03  # a ratio within 3% of 1 whose range straddles 1 is "no measurable cost"
 
 
@@ -161,13 +163,13 @@ def t2(work):
         if ns[1] is not None:
             out[-1] += f" and {ns[1]:,.0f} ns in the malloc preload"
         out[-1] += (" (call-stack capture, uprobe hit, BPF program, stack copy and the"
-                    " in-process sampling together). The field notes measured about"
-                    f" {INT3_UPROBE_NS:,} ns for an int3 uprobe hit with a BPF program on this"
-                    " kind of machine, and the probe sites are now 5-byte nops, which the"
-                    " kernel optimises to about half that in the published figures the notes"
-                    " cite")
+                    " in-process sampling together). One uprobe hit with a BPF program"
+                    f" measured about {INT3_UPROBE_NS:,} ns on a 1-byte nop site and about"
+                    f" {OPT_UPROBE_NS:,} ns on the 5-byte nop sites memprof uses (the kernel"
+                    " optimises those), and a traced sample takes two or three hits (sample,"
+                    " then promote and/or dealloc)")
         known = [x for x in ns if x is not None]
-        if known and min(known) > 2 * INT3_UPROBE_NS:
+        if known and min(known) > 3 * INT3_UPROBE_NS:
             out[-1] += (", so most of each figure is the rest of that list, not the"
                         " uprobe itself.")
         else:
