@@ -365,57 +365,50 @@ static void sample_postponed(memprof_value block, size_t wosize, size_t n_sample
 		host_request_safe_point();
 }
 
-void memprof_track_major(memprof_value block, size_t wosize)
+/* young for track_runtime: ask the host. */
+#define TRACK_ASK_HOST (-1)
+
+/*
+ * One runtime sample of `words` sampled words (binomial count), recorded
+ * with `size` as its size and its alloc callback postponed.  Always inlined:
+ * the default unwinder skips a fixed number of the core's own frames, so
+ * this helper must not add one.
+ */
+static inline __attribute__((always_inline)) void
+track_runtime(memprof_value block, size_t size, size_t words, unsigned source, int young)
 {
 	struct rate r;
 
 	rate_read(&r);
 	if (r.lambda <= 0 || memprof_ts.in_callback)
 		return;
-	size_t n = rng_binomial(&r, wosize + 1);
+	size_t n = rng_binomial(&r, words);
 	if (!n)
 		return;
+	if (young < 0)
+		young = memprof_core.ops.is_young && memprof_core.ops.is_young(block);
 	struct stack_buf sb;
 	stack_buf_init(&sb);
 	sb.len = callstack_capture(sb.buf, sb.want);
-	sample_postponed(block, wosize, n, MEMPROF_SRC_NORMAL, 0, &sb, &r);
+	sample_postponed(block, size, n, source, young ? SAMPLE_YOUNG : 0, &sb, &r);
 	stack_buf_free(&sb);
+}
+
+void memprof_track_major(memprof_value block, size_t wosize)
+{
+	track_runtime(block, wosize, wosize + 1, MEMPROF_SRC_NORMAL, 0);
 }
 
 void memprof_track_young_runtime(memprof_value block, size_t wosize)
 {
-	struct rate r;
-
-	rate_read(&r);
-	if (r.lambda <= 0 || memprof_ts.in_callback)
-		return;
-	size_t n = rng_binomial(&r, wosize + 1);
-	if (!n)
-		return;
-	struct stack_buf sb;
-	stack_buf_init(&sb);
-	sb.len = callstack_capture(sb.buf, sb.want);
-	sample_postponed(block, wosize, n, MEMPROF_SRC_NORMAL, SAMPLE_YOUNG, &sb, &r);
-	stack_buf_free(&sb);
+	track_runtime(block, wosize, wosize + 1, MEMPROF_SRC_NORMAL, 1);
 }
 
 void memprof_track_custom(memprof_value block, size_t mem_bytes)
 {
-	struct rate r;
-
-	rate_read(&r);
-	if (r.lambda <= 0 || memprof_ts.in_callback)
-		return;
 	size_t words = mem_bytes / WORD;
-	size_t n = rng_binomial(&r, words);
-	if (!n)
-		return;
-	int young = memprof_core.ops.is_young && memprof_core.ops.is_young(block);
-	struct stack_buf sb;
-	stack_buf_init(&sb);
-	sb.len = callstack_capture(sb.buf, sb.want);
-	sample_postponed(block, words, n, MEMPROF_SRC_CUSTOM, young ? SAMPLE_YOUNG : 0, &sb, &r);
-	stack_buf_free(&sb);
+
+	track_runtime(block, words, words, MEMPROF_SRC_CUSTOM, TRACK_ASK_HOST);
 }
 
 void memprof_track_intern(size_t nblocks, const memprof_value *blocks, const size_t *wosizes)
