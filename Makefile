@@ -2,12 +2,17 @@
 #
 # Order of the BPF side: vmlinux/vmlinux.h -> build/memprof.bpf.o ->
 # build/memprof.skel.h -> build/memprof-bpf.  Each folder owns a fragment
-# (*.mk) that adds its sources, outputs and tests to the variables below.
+# (build.mk) that adds its sources, outputs and test settings to the
+# variables below; tests/build.mk builds every tests/<area>/test_*.c with one
+# rule.
+
+.DELETE_ON_ERROR:
 
 BUILD := build
 CC := gcc
 CLANG := clang
 BPFTOOL := bpftool
+PKG_CONFIG := pkg-config
 
 WARN := -Wall -Wextra -Werror
 CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -MMD -MP \
@@ -17,8 +22,11 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 SAN_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN)
 LDLIBS := -lpthread -lm
 
-PUBLIC_HDRS := runtime-probes/include/memprof.h runtime-probes/include/memprof_host.h \
-	runtime-probes/include/memprof_probe_abi.h runtime-probes/include/rt.h
+# Libraries come from pkg-config, asked once, when first used (after the
+# packages are installed): $(call pkg_libs,NAME).
+pkg_libs = $(or $(PKG_LIBS_$(1)),$(eval PKG_LIBS_$(1) := $(shell $(PKG_CONFIG) --libs $(1)))$(PKG_LIBS_$(1)))
+
+PUBLIC_HDRS := $(wildcard runtime-probes/include/*.h)
 
 # Filled by the fragments.
 ALL_TARGETS :=
@@ -27,7 +35,7 @@ BENCH_DEPS :=
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps test demo bench clean format
+.PHONY: all deps test demo bench clean format format-check
 all: $(DEPS_STAMP) build-all
 
 $(DEPS_STAMP): scripts/install-deps.sh
@@ -37,19 +45,22 @@ $(DEPS_STAMP): scripts/install-deps.sh
 deps:
 	@./scripts/install-deps.sh
 
--include runtime-probes/core.mk
--include runtime-probes/rt.mk
--include runtime-probes/preload.mk
--include bpf/build.mk
--include userspace/build.mk
--include tests/build.mk
--include bench/build.mk
--include examples/build.mk
+include runtime-probes/core/build.mk
+include runtime-probes/hosts/rt/build.mk
+include runtime-probes/hosts/preload/build.mk
+include runtime-probes/workloads/build.mk
+include bpf/build.mk
+include userspace/build.mk
+include bench/build.mk
+include examples/build.mk
+# Last: it turns the test settings of the fragments above into rules.
+include tests/build.mk
 
 .PHONY: build-all
 build-all: $(ALL_TARGETS)
 
 # Generic compile rules: plain and sanitized objects mirror the source tree.
+# EXTRA_CFLAGS_<dir>/ adds flags for the sources of one folder.
 $(BUILD)/obj/%.o: %.c $(PUBLIC_HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS_$(dir $<)) -c $< -o $@
@@ -66,6 +77,9 @@ clean:
 	rm -rf $(BUILD) vmlinux/vmlinux.h
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+format-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' '*.cpp')
+
+include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

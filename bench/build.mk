@@ -13,7 +13,7 @@ BENCH_PACKAGES := bpftrace bpfcc-tools heaptrack libjemalloc2 libjemalloc-dev \
 EXTRA_CFLAGS_bench/ := -fno-omit-frame-pointer
 
 BENCH_TOOLS := $(BENCH_BIN)/mallocmix $(BENCH_BIN)/probeloop $(BENCH_BIN)/mallocpair
-# gcscale links the reference runtime and the core (rt.mk, core.mk).
+# gcscale links the reference runtime and the core.
 BENCH_RT_TOOLS := $(BENCH_BIN)/gcscale
 ALL_TARGETS += $(BENCH_TOOLS) $(BENCH_RT_TOOLS)
 BENCH_DEPS += $(BENCH_RT_TOOLS)
@@ -31,7 +31,7 @@ $(BENCH_BIN)/mallocpair: $(BUILD)/obj/bench/mallocpair.o
 	@mkdir -p $(@D)
 	$(CC) $^ -o $@ -ldl
 
-$(BENCH_BIN)/gcscale: $(BUILD)/obj/bench/gcscale.o $(BUILD)/librt.a $(BUILD)/libmemprof.a
+$(BENCH_BIN)/gcscale: $(BUILD)/obj/bench/gcscale.o $(RT_LIB) $(BUILD)/libmemprof.a
 	@mkdir -p $(@D)
 	$(CC) $^ -o $@ $(MEMPROF_LIBS) $(RT_LIBS) $(LDLIBS)
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
  * memprof-bpf: the kernel side.  Four USDT programs (memprof:sample,
  * memprof:promote, memprof:dealloc and memprof:gc) fold the memprof probe
@@ -8,10 +8,10 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/usdt.bpf.h>
-#include "../runtime-probes/include/memprof_probe_abi.h"
-#include "memprof.h"
+#include "memprof_probe_abi.h"
+#include "memprof_maps.h"
 
-char LICENSE[] SEC("license") = "GPL";
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load: only this process is traced. */
 const volatile __u32 target_tgid = 0;

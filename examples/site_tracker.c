@@ -129,12 +129,12 @@ int main(void)
 {
 	static struct site_table table = {.rate = RATE};
 	const memprof_tracker tracker = {
-		.alloc_minor = on_alloc,
-		.alloc_major = on_alloc,
-		.promote = on_promote,
-		.dealloc_minor = on_dealloc_minor,
-		.dealloc_major = on_dealloc_major,
-		.arg = &table,
+	    .alloc_minor = on_alloc,
+	    .alloc_major = on_alloc,
+	    .promote = on_promote,
+	    .dealloc_minor = on_dealloc_minor,
+	    .dealloc_major = on_dealloc_major,
+	    .arg = &table,
 	};
 	rt_value list = RT_UNIT;
 	int err;

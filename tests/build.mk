@@ -1,54 +1,60 @@
-# tests/core: OCaml's statmemprof test suite ported to C, as Criterion
-# scenarios on the reference runtime (rt) and the memprof core.  Every
-# tests/core/test_*.c becomes two binaries: build/tests/core/test_* and an
-# ASan+UBSan copy build/tests/core-san/test_*.
+# tests/: one rule builds every test program.
 #
-# Binaries are linked to a temporary name and renamed, so a run in progress
-# (the tree is shared) never executes a half-written file.
+# An area is a folder tests/<area>/ holding test_*.c files.  Each
+# tests/<area>/test_NAME.c is one Criterion program, build/tests/<area>/test_NAME,
+# linked with the area's helpers (its other *.c files), the shared helpers of
+# tests/lib/, and what the fragment of the code under test sets:
 #
-# The scenarios need frames for their callstack checks (-O1, frame pointers,
-# no sibling calls) and export their symbols (-rdynamic) so dladdr can name
-# the functions that allocated.
+#   TEST_LIBS_<area>      archives and objects linked in (prerequisites)
+#   TEST_SAN_LIBS_<area>  the same for the sanitized build
+#   TEST_LDLIBS_<area>    -l flags
+#   TEST_NEEDS_<area>     programs the tests run (built first)
+#   TEST_SAN_AREAS        areas also built with ASan+UBSan, as
+#                         build/san/tests/<area>/test_NAME
+#   EXTRA_CFLAGS_tests/<area>/  compile flags of the area's sources
+#
+# A new tests/<area>/test_x.c (even in a new area) needs no Makefile edit.
+# Programs that tests run (tests/<area>/progs/) are built by the area's
+# fragment.  Binaries are linked to a temporary name and renamed, so a run in
+# progress never executes a half-written file.  Tests export their symbols
+# (-rdynamic) so dladdr can name the functions that allocated.
 
-TESTS_CORE_SRCS := $(wildcard tests/core/test_*.c)
-TESTS_CORE_HELPERS := tests/core/harness.c
-TESTS_CORE_NAMES := $(patsubst tests/core/%.c,%,$(TESTS_CORE_SRCS))
-TESTS_CORE_BINS := $(addprefix $(BUILD)/tests/core/,$(TESTS_CORE_NAMES))
-TESTS_CORE_SAN_BINS := $(addprefix $(BUILD)/tests/core-san/,$(TESTS_CORE_NAMES))
+TEST_LIB_SRCS := $(wildcard tests/lib/*.c)
+TEST_SRCS := $(wildcard tests/*/test_*.c)
+TEST_AREAS := $(sort $(patsubst tests/%/,%,$(dir $(TEST_SRCS))))
+$(foreach a,$(TEST_AREAS),$(eval TEST_HELPERS_$(a) := \
+	$(filter-out tests/$(a)/test_%.c,$(wildcard tests/$(a)/*.c)) $(TEST_LIB_SRCS)))
 
-EXTRA_CFLAGS_tests/core/ := -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
+TESTS_PLAIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TESTS_SAN := $(patsubst tests/%.c,$(BUILD)/san/tests/%, \
+	$(filter $(foreach a,$(TEST_SAN_AREAS),tests/$(a)/%),$(TEST_SRCS)))
+TEST_BINS += $(TESTS_PLAIN) $(TESTS_SAN)
 
-TESTS_CORE_HELPER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(TESTS_CORE_HELPERS))
-TESTS_CORE_SAN_HELPER_OBJS := $(patsubst %.c,$(BUILD)/san/obj/%.o,$(TESTS_CORE_HELPERS))
-TESTS_CORE_LIBS := $(BUILD)/librt.a $(BUILD)/libmemprof.a
-TESTS_CORE_SAN_LIBS := $(BUILD)/san/librt.a $(BUILD)/san/libmemprof.a
-TESTS_CORE_LDLIBS = -Wl,--start-group $(1) -Wl,--end-group $(MEMPROF_LIBS) $(RT_LIBS) -lcriterion $(LDLIBS)
+EXTRA_CFLAGS_tests/lib/ := -Itests/lib
 
-$(BUILD)/tests/core/test_%: $(BUILD)/obj/tests/core/test_%.o $(TESTS_CORE_HELPER_OBJS) \
-		$(TESTS_CORE_LIBS)
+# The area of a stem "area/test_x", and the helper objects of that area
+# under an object folder ("obj/" or "san/obj/").
+test_area = $(firstword $(subst /, ,$(1)))
+test_helper_objs = $(patsubst %.c,$(BUILD)/$(1)%.o,$(TEST_HELPERS_$(call test_area,$(2))))
+
+# $(call test_link,FLAGS,AREA): objects, the area's archives in one group
+# (they may need each other), then the -l flags.
+test_link = $(CC) $(1) -rdynamic -o $@.$$$$.tmp $(filter %.o,$^) \
+	-Wl,--start-group $(filter %.a,$^) -Wl,--end-group \
+	$(TEST_LDLIBS_$(2)) $(call pkg_libs,criterion) $(LDLIBS) && mv -f $@.$$$$.tmp $@
+
+.SECONDEXPANSION:
+$(TESTS_PLAIN): $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $$(call test_helper_objs,obj/,$$*) \
+		$$(TEST_LIBS_$$(call test_area,$$*)) | $$(TEST_NEEDS_$$(call test_area,$$*))
 	@mkdir -p $(@D)
-	$(CC) -rdynamic -o $@.$$$$.tmp $< $(TESTS_CORE_HELPER_OBJS) \
-		$(call TESTS_CORE_LDLIBS,$(TESTS_CORE_LIBS)) && mv -f $@.$$$$.tmp $@
+	$(call test_link,,$(call test_area,$*))
 
-$(BUILD)/tests/core-san/test_%: $(BUILD)/san/obj/tests/core/test_%.o \
-		$(TESTS_CORE_SAN_HELPER_OBJS) $(TESTS_CORE_SAN_LIBS)
+$(TESTS_SAN): $(BUILD)/san/tests/%: $(BUILD)/san/obj/tests/%.o \
+		$$(call test_helper_objs,san/obj/,$$*) $$(TEST_SAN_LIBS_$$(call test_area,$$*)) \
+		| $$(TEST_NEEDS_$$(call test_area,$$*))
 	@mkdir -p $(@D)
-	$(CC) $(SAN) -rdynamic -o $@.$$$$.tmp $< $(TESTS_CORE_SAN_HELPER_OBJS) \
-		$(call TESTS_CORE_LDLIBS,$(TESTS_CORE_SAN_LIBS)) && mv -f $@.$$$$.tmp $@
+	$(call test_link,$(SAN),$(call test_area,$*))
 
-# Keep the objects (they are intermediate files of the pattern rules).
-.SECONDARY: $(TESTS_CORE_SRCS:%.c=$(BUILD)/obj/%.o) $(TESTS_CORE_SRCS:%.c=$(BUILD)/san/obj/%.o)
-
-# The scenarios link against the core and the runtime: build them only once
-# both fragments exist.
-ifneq ($(and $(wildcard runtime-probes/core.mk),$(wildcard runtime-probes/rt.mk)),)
-ALL_TARGETS += $(TESTS_CORE_BINS) $(TESTS_CORE_SAN_BINS)
-TEST_BINS += $(TESTS_CORE_BINS) $(TESTS_CORE_SAN_BINS)
-endif
-
-# Compile-only check of the scenarios, usable before the libraries exist.
-.PHONY: tests-core-syntax
-tests-core-syntax:
-	@for f in $(TESTS_CORE_SRCS) $(TESTS_CORE_HELPERS); do \
-		$(CC) $(filter-out -MMD -MP,$(CFLAGS)) $(EXTRA_CFLAGS_tests/core/) -fsyntax-only $$f || exit 1; \
-	done
+# Keep the objects (intermediate files of the rules above).
+.SECONDARY: $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRCS) $(TEST_LIB_SRCS)) \
+	$(patsubst %.c,$(BUILD)/san/obj/%.o,$(TEST_SRCS) $(TEST_LIB_SRCS))

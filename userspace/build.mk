@@ -1,59 +1,54 @@
-# userspace/: the loader, build/memprof-bpf (libbpf skeleton from bpf/),
-# the attach tests (tests/attach/) and `make demo`.
+# userspace/: the loader, build/memprof-bpf (libbpf skeleton from bpf/), and
+# `make demo`.  Tests: tests/attach/ (the loader against real processes:
+# a deterministic probe trigger in tests/attach/progs/, the workloads).
 
 LOADER := $(BUILD)/memprof-bpf
-LOADER_SRCS := userspace/main.c userspace/tracer.c userspace/environ_check.c
-# The ELF, /proc and folded-output parts, also linked into the tests.
-LOADER_LIB_SRCS := userspace/elfimage.c userspace/procmaps.c userspace/symbolize.c \
-	userspace/folded.c userspace/control.c userspace/target.c
-LOADER_LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LOADER_LIB_SRCS))
-LOADER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(LOADER_SRCS) $(LOADER_LIB_SRCS)))
-LOADER_LIBS := -lbpf -lelf -lz
+# Every userspace/*.c but main.c is also linked into the attach tests.
+LOADER_LIB_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
+LOADER_LIB_OBJS := $(LOADER_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LOADER_OBJS := $(BUILD)/obj/userspace/main.o $(LOADER_LIB_OBJS)
+LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libelf) $(call pkg_libs,zlib)
 
-EXTRA_CFLAGS_userspace/ := -I$(BUILD)
+EXTRA_CFLAGS_userspace/ := -I$(BUILD) -Ibpf
 
-# The tracer includes the generated skeleton.
-$(BUILD)/obj/userspace/tracer.o: $(BPF_SKEL) bpf/memprof.h
-$(LOADER_OBJS): bpf/memprof.h
+# The loader includes the generated skeleton.
+$(LOADER_OBJS): $(BPF_SKEL) bpf/memprof_maps.h
 
 $(LOADER): $(LOADER_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LOADER_LIBS)
 
 ALL_TARGETS += $(LOADER)
 
-# ---- tests/attach: a deterministic probe trigger and the Criterion tests ----
-ATTACH_TRIGGER := $(BUILD)/attach-trigger
-ATTACH_TEST := $(BUILD)/tests/test-attach
+# ---- tests/attach/progs: a deterministic probe trigger, the same trigger in
+# a shared library run by a small executable ----
+ATTACH_PROGS := $(BUILD)/tests/attach/progs
+ATTACH_TRIGGER := $(ATTACH_PROGS)/trigger
+ATTACH_TRIGGER_LIB := $(ATTACH_PROGS)/libattach-trigger.so
+ATTACH_TRIGGER_SO := $(ATTACH_PROGS)/trigger-so
 # Real frames in the trigger: no inlining of sites, no tail calls.
-EXTRA_CFLAGS_tests/attach/ := -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls \
-	-fno-inline -Iuserspace
+EXTRA_CFLAGS_tests/attach/progs/ := -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls \
+	-fno-inline
 
-$(ATTACH_TRIGGER): $(BUILD)/obj/tests/attach/trigger.o
+$(ATTACH_TRIGGER): $(BUILD)/obj/tests/attach/progs/trigger.o
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $^ -o $@ -lm
 
-# The same trigger in a shared library, run by a small executable.
-ATTACH_TRIGGER_LIB := $(BUILD)/libattach-trigger.so
-ATTACH_TRIGGER_SO := $(BUILD)/attach-trigger-so
-$(BUILD)/obj/tests/attach/trigger_lib.o: tests/attach/trigger.c
+$(BUILD)/obj/tests/attach/progs/trigger_lib.o: tests/attach/progs/trigger.c
 
-$(ATTACH_TRIGGER_LIB): $(BUILD)/obj/tests/attach/trigger_lib.o
+$(ATTACH_TRIGGER_LIB): $(BUILD)/obj/tests/attach/progs/trigger_lib.o
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -shared $^ -o $@ -lm
 
-$(ATTACH_TRIGGER_SO): $(BUILD)/obj/tests/attach/trigger_so_main.o $(ATTACH_TRIGGER_LIB)
-	$(CC) $(CFLAGS) $< -o $@ -L$(BUILD) -lattach-trigger -Wl,-rpath,'$$ORIGIN'
-
-ATTACH_TEST_OBJS := $(BUILD)/obj/tests/attach/test_attach.o \
-	$(BUILD)/obj/tests/attach/attach_util.o $(BUILD)/obj/tests/attach/test_elfimage.o \
-	$(BUILD)/obj/tests/attach/test_errors.o $(BUILD)/obj/tests/attach/test_workload.o
-$(ATTACH_TEST_OBJS): bpf/memprof.h tests/attach/attach_util.h
-
-$(ATTACH_TEST): $(ATTACH_TEST_OBJS) $(LOADER_LIB_OBJS) | $(LOADER) $(ATTACH_TRIGGER) \
-		$(ATTACH_TRIGGER_SO)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $^ -o $@ -lcriterion -lelf -lz -lm
+$(ATTACH_TRIGGER_SO): $(BUILD)/obj/tests/attach/progs/trigger_so_main.o $(ATTACH_TRIGGER_LIB)
+	$(CC) $(CFLAGS) $< -o $@ -L$(ATTACH_PROGS) -lattach-trigger -Wl,-rpath,'$$ORIGIN'
 
 ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO)
-TEST_BINS += $(ATTACH_TEST)
+
+# ---- Test settings (tests/build.mk) ----
+EXTRA_CFLAGS_tests/attach/ := -O1 -fno-omit-frame-pointer -Iuserspace -Ibpf
+TEST_LIBS_attach := $(LOADER_LIB_OBJS)
+TEST_LDLIBS_attach = $(LOADER_LIBS)
+TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS)
 
 # ---- make demo ----
 demo: $(DEPS_STAMP)

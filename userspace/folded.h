@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include <linux/types.h>
-#include "../bpf/memprof.h"
+#include "memprof_maps.h"
 #include "symbolize.h"
 
 enum output_view { OUT_ALLOC, OUT_LIVE, OUT_PROMOTED, OUT_SHORT, N_OUT_VIEWS };

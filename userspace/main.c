@@ -18,18 +18,10 @@
 
 #include "control.h"
 #include "environ_check.h"
+#include "exit_codes.h"
 #include "folded.h"
 #include "target.h"
 #include "tracer.h"
-
-/* Exit codes (also in usage()). */
-enum exit_code {
-	EXIT_OK = 0,
-	EXIT_USAGE = 1,	 /* bad command line */
-	EXIT_TARGET = 2, /* no such pid, no memprof probes, corrupt ELF, bad control block */
-	EXIT_DENIED = 3, /* not privileged, kernel without BTF or uprobes */
-	EXIT_FAILED = 4, /* BPF load/attach failure, output error */
-};
 
 /* How often the maps are read, and the target's mappings re-read. */
 #define POLL_INTERVAL_MS 100

@@ -14,7 +14,7 @@
 #include "memprof_probe_abi.h"
 
 _Static_assert(MEMPROF_STACK_DEPTH == MEMPROF_PROBE_MAX_STACK,
-	       "bpf/memprof.h and the probe ABI disagree on the stack depth");
+	       "bpf/memprof_maps.h and the probe ABI disagree on the stack depth");
 
 /* Entries fetched per bpf_map_lookup_batch call. */
 #define BLOCKS_BATCH 4096

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #include <linux/types.h>
-#include "../bpf/memprof.h"
+#include "memprof_maps.h"
 #include "target.h"
 
 struct tracked_block {

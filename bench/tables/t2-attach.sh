@@ -121,7 +121,7 @@ if [ -z "$pair_missing" ]; then
 	done
 fi
 
-# The preload's own micro-benchmark (runtime-probes/preload/bench): in-process
+# The preload's own micro-benchmark (runtime-probes/hosts/preload/bench): in-process
 # cost of one sample in the malloc host, without and with its call stack.
 PSC=$BUILD/bench/preload-sample-cost
 [ -x "$PSC" ] || PSC=build/bench/preload-sample-cost

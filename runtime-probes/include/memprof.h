@@ -54,19 +54,19 @@ typedef uintptr_t memprof_value;
 #define MEMPROF_NONE ((memprof_value)0)
 
 enum memprof_source {
-	MEMPROF_SRC_NORMAL = 0,  /* ordinary allocation */
+	MEMPROF_SRC_NORMAL = 0,	 /* ordinary allocation */
 	MEMPROF_SRC_MARSHAL = 1, /* bulk allocation by unmarshaling (intern) */
-	MEMPROF_SRC_CUSTOM = 2,  /* custom block, sampled by virtual size */
+	MEMPROF_SRC_CUSTOM = 2,	 /* custom block, sampled by virtual size */
 };
 
 /* What an alloc callback is told.  Valid only while the callback runs. */
 typedef struct memprof_allocation {
-	uint64_t id;             /* nonzero, unique in the process, never reused */
-	size_t n_samples;        /* >= 1 */
-	size_t size;             /* in words, header excluded */
+	uint64_t id;	  /* nonzero, unique in the process, never reused */
+	size_t n_samples; /* >= 1 */
+	size_t size;	  /* in words, header excluded */
 	enum memprof_source source;
 	const uintptr_t *callstack; /* return addresses, innermost first */
-	size_t callstack_len;       /* <= the callstack_size given to start */
+	size_t callstack_len;	    /* <= the callstack_size given to start */
 } memprof_allocation;
 
 typedef int (*memprof_alloc_callback)(void *arg, const memprof_allocation *info,
@@ -91,8 +91,7 @@ typedef struct memprof_tracker {
  * sampling), or ENOMEM if the profile itself cannot be allocated.  Legal
  * inside a callback.
  */
-int memprof_start(double rate, size_t callstack_size,
-		  const memprof_tracker *tracker);
+int memprof_start(double rate, size_t callstack_size, const memprof_tracker *tracker);
 
 /*
  * Stop sampling.  Blocks already tracked keep getting their callbacks.
@@ -112,10 +111,10 @@ void memprof_set_seed(uint64_t seed);
 
 /* Counters, for tests and benchmarks. */
 typedef struct memprof_stats {
-	uint64_t samples;        /* entries created */
-	uint64_t dropped;        /* samples dropped because the table could not grow */
-	uint64_t tracked;        /* entries currently in the table */
-	uint64_t callbacks;      /* callbacks run */
+	uint64_t samples;	  /* entries created */
+	uint64_t dropped;	  /* samples dropped because the table could not grow */
+	uint64_t tracked;	  /* entries currently in the table */
+	uint64_t callbacks;	  /* callbacks run */
 	uint64_t last_minor_scan; /* entries visited by the last minor update */
 } memprof_stats;
 void memprof_get_stats(memprof_stats *out);

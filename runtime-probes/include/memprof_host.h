@@ -98,8 +98,7 @@ void memprof_track_young_runtime(memprof_value block, size_t wosize);
 /* Custom block with out-of-heap memory: sampled by mem_bytes / 8 words. */
 void memprof_track_custom(memprof_value block, size_t mem_bytes);
 /* Bulk unmarshal: nblocks major blocks, source MEMPROF_SRC_MARSHAL. */
-void memprof_track_intern(size_t nblocks, const memprof_value *blocks,
-			  const size_t *wosizes);
+void memprof_track_intern(size_t nblocks, const memprof_value *blocks, const size_t *wosizes);
 
 /* ---- Collections ---- */
 
@@ -146,7 +145,7 @@ void memprof_block_freed(uint64_t handle);
 void memprof_epoch_end(void);
 /* Per-thread draws for hosts that count down bytes/words themselves. */
 double memprof_current_rate(void); /* 0 when not sampling */
-size_t memprof_draw_gap(void);     /* words to the next sample, >= 1 */
+size_t memprof_draw_gap(void);	   /* words to the next sample, >= 1 */
 size_t memprof_draw_binomial(size_t words);
 
 /* ---- Safe points, threads ---- */

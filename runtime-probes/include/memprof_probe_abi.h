@@ -70,10 +70,9 @@
 /* kind_source encoding. */
 #define MEMPROF_PROBE_KIND_MINOR 0u
 #define MEMPROF_PROBE_KIND_MAJOR 1u
-#define MEMPROF_PROBE_KIND(ks) ((ks) & 0xffu)
+#define MEMPROF_PROBE_KIND(ks) ((ks)&0xffu)
 #define MEMPROF_PROBE_SOURCE(ks) (((ks) >> 8) & 0xffu)
-#define MEMPROF_PROBE_KIND_SOURCE(kind, source) \
-	((__u64)(kind) | ((__u64)(source) << 8))
+#define MEMPROF_PROBE_KIND_SOURCE(kind, source) ((__u64)(kind) | ((__u64)(source) << 8))
 
 /* Sources, equal to enum memprof_source in memprof.h. */
 #define MEMPROF_PROBE_SRC_NORMAL 0u
@@ -106,13 +105,13 @@
  * written by the host only.
  */
 struct memprof_probe_control {
-	__u64 magic;           /* MEMPROF_PROBE_CONTROL_MAGIC */
+	__u64 magic;	       /* MEMPROF_PROBE_CONTROL_MAGIC */
 	__u32 abi_version;     /* MEMPROF_PROBE_ABI_VERSION */
-	__u32 flags;           /* MEMPROF_PROBE_F_* */
+	__u32 flags;	       /* MEMPROF_PROBE_F_* */
 	double requested_rate; /* 0 means MEMPROF_PROBE_DEFAULT_RATE */
 	double active_rate;    /* rate in force, 0 when not sampling */
-	__u64 samples;         /* sample probes fired so far (monotonic) */
-	__u64 dropped;         /* samples dropped (table growth failed) */
+	__u64 samples;	       /* sample probes fired so far (monotonic) */
+	__u64 dropped;	       /* samples dropped (table growth failed) */
 };
 
 #endif

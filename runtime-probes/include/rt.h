@@ -37,7 +37,7 @@ typedef uintptr_t rt_value;
 
 #define RT_VAL_INT(n) ((rt_value)(((uintptr_t)(intptr_t)(n) << 1) | 1u))
 #define RT_INT_VAL(v) ((intptr_t)(v) >> 1)
-#define RT_IS_INT(v) (((v) & 1u) != 0)
+#define RT_IS_INT(v) (((v)&1u) != 0)
 #define RT_UNIT RT_VAL_INT(0)
 
 /* Largest block the minor heap takes; larger ones go to the major heap. */
@@ -80,8 +80,7 @@ int rt_alloc_comb(size_t n, const size_t *wosizes, unsigned tag, rt_value *out);
  * out-of-heap memory.  finalize, if not NULL, runs when the block dies.
  * Sampled by its virtual size, mem_bytes.
  */
-int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data),
-		    rt_value *out);
+int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data), rt_value *out);
 void *rt_custom_data(rt_value block);
 
 /* Serialize a value graph (a tree; sharing is duplicated). malloc'ed. */
@@ -98,10 +97,10 @@ int rt_unmarshal(const void *data, size_t len, rt_value *out);
  */
 void rt_roots_push(size_t n, rt_value **roots);
 void rt_roots_pop(void);
-#define RT_ROOTS(n, ...)                            \
-	do {                                        \
-		rt_value *rt_roots__[] = {__VA_ARGS__}; \
-		rt_roots_push((n), rt_roots__);     \
+#define RT_ROOTS(n, ...)                                                                           \
+	do {                                                                                       \
+		rt_value *rt_roots__[] = {__VA_ARGS__};                                            \
+		rt_roots_push((n), rt_roots__);                                                    \
 	} while (0)
 #define RT_ROOTS_END() rt_roots_pop()
 /* A global root, alive until unregistered. */
@@ -118,9 +117,9 @@ int rt_poll(void);
 typedef struct rt_stats {
 	uint64_t minor_collections;
 	uint64_t major_collections;
-	uint64_t minor_words;    /* words allocated in the minor heap, headers included */
+	uint64_t minor_words; /* words allocated in the minor heap, headers included */
 	uint64_t promoted_words;
-	uint64_t major_words;    /* words allocated directly in the major heap */
+	uint64_t major_words;	   /* words allocated directly in the major heap */
 	uint64_t major_heap_words; /* current size of the major heap */
 } rt_stats;
 void rt_get_stats(rt_stats *out);

@@ -6,8 +6,8 @@
 #include <sys/types.h>
 
 #define LOADER_BIN "build/memprof-bpf"
-#define TRIGGER_BIN "build/attach-trigger"
-#define TRIGGER_SO_BIN "build/attach-trigger-so"
+#define TRIGGER_BIN "build/tests/attach/progs/trigger"
+#define TRIGGER_SO_BIN "build/tests/attach/progs/trigger-so"
 #define WORKLOAD_BIN "build/workload-sites"
 
 #define MAX_SITES 16

@@ -12,10 +12,8 @@
 #include <unistd.h>
 
 #include "attach_util.h"
+#include "exit_codes.h"
 
-#define EXIT_USAGE 1
-#define EXIT_TARGET 2
-#define EXIT_DENIED 3
 #define NOBODY 65534
 
 static char dir[128], err[192];

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../runtime-probes/preload/preload.h"
+#include "preload.h"
 
 Test(bootstrap, blocks_are_aligned_owned_and_sized)
 {

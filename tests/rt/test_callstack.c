@@ -4,7 +4,7 @@
  * entry (rt_alloc, rt_alloc_major, rt_alloc_comb, rt_alloc_custom,
  * rt_unmarshal), frame 1 is inside the function that called that one, and
  * no frame lies in rt's entries or the core's.  The mark behind it
- * (runtime-probes/rt/callstack.c) survives callbacks that allocate, and
+ * (runtime-probes/hosts/rt/callstack.c) survives callbacks that allocate, and
  * leaves nothing behind after errors or a thread exiting in a callback.
  * Function ranges come from ELF symbols (the binary is linked -rdynamic).
  */

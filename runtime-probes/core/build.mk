@@ -1,5 +1,7 @@
 # The memprof runtime core: build/libmemprof.a, build/libmemprof.so and the
 # sanitized build/san/libmemprof.a.  Link users with $(MEMPROF_LIBS).
+# Tests: tests/core/ (the core driven directly, through a toy host) and
+# tests/statmemprof/ (OCaml's statmemprof suite, on the reference runtime).
 
 CORE_SRCS := $(wildcard runtime-probes/core/*.c)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -14,12 +16,10 @@ CORE_KEEP_GLOBALS := --wildcard --keep-global-symbol='memprof_*'
 # Internal state, prefixed but not part of any interface.
 CORE_LOCALS := --localize-symbol=memprof_core --localize-symbol=memprof_ts
 
-$(BUILD)/obj/memprof-core.o: $(CORE_OBJS) runtime-probes/core.mk
-	ld -r -o $@ $(filter %.o,$^)
-	objcopy $(CORE_KEEP_GLOBALS) $@
-	objcopy $(CORE_LOCALS) $@
-
-$(BUILD)/san/obj/memprof-core.o: $(CORE_SAN_OBJS) runtime-probes/core.mk
+$(BUILD)/obj/memprof-core.o $(BUILD)/san/obj/memprof-core.o: runtime-probes/core/build.mk
+$(BUILD)/obj/memprof-core.o: $(CORE_OBJS)
+$(BUILD)/san/obj/memprof-core.o: $(CORE_SAN_OBJS)
+$(BUILD)/obj/memprof-core.o $(BUILD)/san/obj/memprof-core.o:
 	ld -r -o $@ $(filter %.o,$^)
 	objcopy $(CORE_KEEP_GLOBALS) $@
 	objcopy $(CORE_LOCALS) $@
@@ -35,21 +35,15 @@ $(BUILD)/libmemprof.so: $(BUILD)/obj/memprof-core.o
 
 ALL_TARGETS += $(BUILD)/libmemprof.a $(BUILD)/libmemprof.so $(BUILD)/san/libmemprof.a
 
-# Quick unit tests of the core (tests/core-unit/), plain and sanitized.  The
-# attach tests read the binary's own USDT notes with libelf.
-CORE_UNIT_SRCS := $(wildcard tests/core-unit/*.c)
-CORE_UNIT_OBJS := $(CORE_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
-CORE_UNIT_SAN_OBJS := $(CORE_UNIT_SRCS:%.c=$(BUILD)/san/obj/%.o)
+# ---- Test settings (tests/build.mk) ----
+# tests/core: the attach tests read the binary's own USDT notes with libelf.
+TEST_SAN_AREAS += core statmemprof
+TEST_LIBS_core := $(BUILD)/libmemprof.a
+TEST_SAN_LIBS_core := $(BUILD)/san/libmemprof.a
+TEST_LDLIBS_core = $(call pkg_libs,libelf) $(MEMPROF_LIBS)
 
-$(BUILD)/tests/core-unit: $(CORE_UNIT_OBJS) $(BUILD)/libmemprof.a
-	@mkdir -p $(@D)
-	$(CC) -o $@ $(CORE_UNIT_OBJS) $(BUILD)/libmemprof.a -lcriterion -lelf $(MEMPROF_LIBS)
-
-$(BUILD)/san/tests/core-unit: $(CORE_UNIT_SAN_OBJS) $(BUILD)/san/libmemprof.a
-	@mkdir -p $(@D)
-	$(CC) $(SAN) -o $@ $(CORE_UNIT_SAN_OBJS) $(BUILD)/san/libmemprof.a -lcriterion -lelf \
-		$(MEMPROF_LIBS)
-
-ifneq ($(CORE_UNIT_SRCS),)
-TEST_BINS += $(BUILD)/tests/core-unit $(BUILD)/san/tests/core-unit
-endif
+# tests/statmemprof: the scenarios need frames for their callstack checks.
+EXTRA_CFLAGS_tests/statmemprof/ := -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
+TEST_LIBS_statmemprof := $(BUILD)/librt.a $(BUILD)/libmemprof.a
+TEST_SAN_LIBS_statmemprof := $(BUILD)/san/librt.a $(BUILD)/san/libmemprof.a
+TEST_LDLIBS_statmemprof = $(MEMPROF_LIBS) $(RT_LIBS)

@@ -1,5 +1,5 @@
 /*
- * The trigger as a shared library (build/libattach-trigger.so): its probes,
+ * The trigger as a shared library (libattach-trigger.so): its probes,
  * semaphores, control block and site functions live in a mapped .so, not
  * in the executable, as with a runtime linked dynamically.
  */

@@ -1,4 +1,4 @@
-/* build/attach-trigger-so: runs the trigger from build/libattach-trigger.so. */
+/* trigger-so: runs the trigger from libattach-trigger.so (next to it). */
 int attach_trigger_main(int argc, char **argv);
 
 int main(int argc, char **argv)

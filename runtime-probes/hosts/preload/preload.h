@@ -1,6 +1,6 @@
 /*
  * memprof malloc host ("preload"): internal interfaces between the files of
- * runtime-probes/preload/.  Not a public header.
+ * runtime-probes/hosts/preload/.  Not a public header.
  *
  * The pieces:
  *   bootstrap_arena.c  static arena for allocations made before the next

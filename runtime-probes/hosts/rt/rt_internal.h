@@ -1,5 +1,5 @@
 /*
- * rt internals shared by the files of runtime-probes/rt/: block headers,
+ * rt internals shared by the files of runtime-probes/hosts/rt/: block headers,
  * the one runtime state, growable word vectors, and the entry points each
  * file offers the others.  Not a public header.
  */

@@ -172,7 +172,7 @@ int rt_alloc_young(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
  * return address: the slow path marks it for the call stack hook.
  */
 static __attribute__((noinline)) int alloc_one_slow(size_t wosize, unsigned tag, rt_value *out,
-						   uintptr_t mutator_return)
+						    uintptr_t mutator_return)
 {
 	int marked = rt_entry_mark(mutator_return);
 	int err;

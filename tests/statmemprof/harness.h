@@ -1,5 +1,5 @@
 /*
- * Shared helpers of the statmemprof scenarios (tests/core): a fixture that
+ * Shared helpers of the statmemprof scenarios (tests/statmemprof): a fixture that
  * sets up the reference runtime, a tracker that records the life of every
  * tracked block and checks the order of its callbacks, a heap array to keep
  * blocks alive, and the 5.7-sigma binomial bound.
