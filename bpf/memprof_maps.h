@@ -14,8 +14,8 @@
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
  * not be kept (stack table full, unreadable stack): their bytes still count.
  */
-#ifndef MEMPROF_BPF_SHARED_H
-#define MEMPROF_BPF_SHARED_H
+#ifndef MEMPROF_MAPS_H
+#define MEMPROF_MAPS_H
 
 /* Frames per stack, equal to MEMPROF_PROBE_MAX_STACK (checked by the loader). */
 #define MEMPROF_STACK_DEPTH 64

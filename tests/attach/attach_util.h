@@ -56,7 +56,8 @@ long long site_value(const struct site_table *t, const char *name, int col);
 
 /* Value of key in the loader's "memprof-bpf: stats:" line, or -1. */
 long long loader_stat(const char *err_path, const char *key);
-/* Lines in a file; 1 if it contains needle, else 0 (read_file: testlib.h). */
+/* Lines in a file (-1 if unreadable); file_contains: 1 if it holds needle.
+ * Whole files: read_file (testlib.h). */
 int file_lines(const char *path);
 int file_contains(const char *path, const char *needle);
 /* Wait until path contains needle (0) or timeout_s pass (-1). */

@@ -32,7 +32,7 @@ enum { COL_WORDS, COL_LIVE_WORDS, COL_SAMPLED_WORDS, COL_SAMPLES, COL_EST_BYTES 
 #define N_TRIGGER_SITES 4
 static const char *const sites[N_TRIGGER_SITES] = {"site_short_lived", "site_medium_lived",
 						   "site_long_lived", "site_major_blocks"};
-/* Words per block, header included (tests/attach/trigger.c). */
+/* Words per block, header included (tests/attach/progs/trigger.c). */
 static const long long site_words[N_TRIGGER_SITES] = {5, 9, 17, 301};
 
 struct run {

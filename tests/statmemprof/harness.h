@@ -4,8 +4,8 @@
  * tracked block and checks the order of its callbacks, a heap array to keep
  * blocks alive, and the 5.7-sigma binomial bound.
  */
-#ifndef TESTS_CORE_HARNESS_H
-#define TESTS_CORE_HARNESS_H
+#ifndef TESTS_STATMEMPROF_HARNESS_H
+#define TESTS_STATMEMPROF_HARNESS_H
 
 #include <stddef.h>
 #include <stdint.h>
