@@ -67,7 +67,8 @@ Test(remote, reads_and_writes_another_process)
 Test(remote, errors_are_negative_errnos)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	char *two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *two =
+	    mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int to_child, from_child, status;
 	char buf[16];
 	pid_t pid;
