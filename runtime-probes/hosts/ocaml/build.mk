@@ -77,5 +77,7 @@ $(OCAML_TEST_PROGS_DIR)/threads_sites: tests/ocaml/progs/threads_sites.ml $(OCAM
 ALL_TARGETS += $(OCAML_TEST_PROGS)
 
 # ---- Test settings (tests/build.mk) ----
-EXTRA_CFLAGS_tests/ocaml/ := -Iuserspace
+EXTRA_CFLAGS_tests/ocaml/ := -Iuserspace -Ibpf
 TEST_NEEDS_ocaml = $(OCAML_TEST_PROGS) $(LOADER)
+TEST_LIBS_ocaml = $(LOADER_LIB_OBJS)
+TEST_LDLIBS_ocaml = $(LOADER_LIBS)

@@ -3,9 +3,11 @@
    [short_per_iter] points (Work.make_point, garbage at once), one record
    (Work.make_record, kept in a ring of [ring] entries) and, every
    [long_every] iterations, one entry kept until exit (Work.make_entry).
-   At exit it prints the words (headers included) each site allocates per
-   iteration, the iterations run and a checksum of its work.
-   usage: sites SECONDS READY_FILE [WORDS_PER_SEC] *)
+   It runs ITERATIONS iterations, paced at WORDS_PER_SEC words (0: as fast
+   as it can), so its output does not depend on timing.  At exit it prints,
+   per site, the words (headers included) it allocates per iteration, then
+   the iterations run and a checksum of its work.
+   usage: sites ITERATIONS READY_FILE [WORDS_PER_SEC] *)
 
 let short_per_iter = 4
 let long_every = 2
@@ -13,7 +15,7 @@ let ring = 20_000
 
 let () =
   Memprof_probe.install ();
-  let seconds = float_of_string Sys.argv.(1) in
+  let iterations = int_of_string Sys.argv.(1) in
   let ready = Sys.argv.(2) in
   let words_per_sec =
     if Array.length Sys.argv > 3 then float_of_string Sys.argv.(3) else 5e6
@@ -46,9 +48,12 @@ let () =
     done;
     let now = Unix.gettimeofday () in
     let target = float_of_int (!iters * per_iter) /. words_per_sec in
-    if now -. t0 < target then Unix.sleepf (target -. (now -. t0));
-    if Unix.gettimeofday () -. t0 >= seconds then fin := true
+    if words_per_sec > 0. && now -. t0 < target then Unix.sleepf (target -. (now -. t0));
+    if !iters >= iterations then fin := true
   done;
-  Printf.printf "short %d\nmedium %d\nlong %d\niterations %d\nkept %d\nchecksum %d\n"
-    (short_per_iter * Work.words_short) Work.words_medium Work.words_long
-    !iters (List.length !long) !sum
+  let per k = float_of_int k in
+  Printf.printf "site Work.make_point %.2f\n" (per (short_per_iter * Work.words_short));
+  Printf.printf "site Work.make_record %.2f\n" (per Work.words_medium);
+  Printf.printf "site Work.make_entry %.2f\n" (per Work.words_long /. per long_every);
+  Printf.printf "site Sites.entry %.2f\n" (3. /. per long_every);
+  Printf.printf "iterations %d\nkept %d\nchecksum %d\n" !iters (List.length !long) !sum
