@@ -81,3 +81,13 @@ EXTRA_CFLAGS_tests/ocaml/ := -Iuserspace -Ibpf
 TEST_NEEDS_ocaml = $(OCAML_TEST_PROGS) $(LOADER)
 TEST_LIBS_ocaml = $(LOADER_LIB_OBJS)
 TEST_LDLIBS_ocaml = $(LOADER_LIBS)
+
+# ---- Bench (table 5): the sites program without the adapter ----
+OCAML_BENCH_PLAIN := $(BUILD)/bench/ocaml-sites-plain
+OCAML_PLAIN_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_SITES_SRCS)
+$(OCAML_BENCH_PLAIN): $(OCAML_PLAIN_SRCS) | $(DEPS_STAMP)
+	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_PLAIN_SRCS) $@.src/ && \
+	cd $@.src && $(OCAMLFIND) ocamlopt -g -package unix -linkpkg \
+	$(notdir $(OCAML_PLAIN_SRCS)) -o $(notdir $@).tmp && mv -f $(notdir $@).tmp ../$(notdir $@)
+ALL_TARGETS += $(OCAML_BENCH_PLAIN)
+BENCH_DEPS += $(OCAML_BENCH_PLAIN) $(OCAML_TEST_PROGS)
