@@ -9,8 +9,8 @@
  *   IDLE     nobody samples;
  *   TRACER   the adapter started it for a tracer, at the tracer's rate;
  *   PROGRAM  the program started it (Gc.Memprof.start, memtrace...).
- * The link wraps caml_memprof_start and caml_memprof_stop (META's
- * linkopts): a program starting its own profile while the adapter samples
+ * The link wraps caml_memprof_start and caml_memprof_stop (recorded in the
+ * .cmxa): a program starting its own profile while the adapter samples
  * for a tracer takes over (the adapter's profile stops first, so the
  * program never sees "already started"), and its tracker is wrapped so
  * that a tracer sees its samples at its rate, as with the other hosts'
