@@ -1,5 +1,6 @@
 /* Shared helpers of the statmemprof scenarios: see harness.h. */
 #include "harness.h"
+#include "memprof_debug.h"
 
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -32,6 +33,12 @@ void harness_settle(void)
 {
 	int err = rt_poll();
 	cr_assert_eq(err, 0, "rt_poll returned %d", err);
+}
+
+void harness_check(const char *step)
+{
+	int err = memprof_debug_check();
+	cr_assert_eq(err, 0, "memprof_debug_check after %s: %s", step, strerror(err));
 }
 
 void harness_assert_binomial(const char *what, uint64_t observed, double trials, double p)

@@ -30,6 +30,10 @@ void harness_teardown(void);
 /* Run the postponed callbacks; the scenario expects no error from them. */
 void harness_settle(void);
 
+/* memprof_debug_check: every invariant of the core holds now.  Scenarios
+ * call it after each step (outside callbacks). */
+void harness_check(const char *step);
+
 /* Exact when p == 1; otherwise |observed - n p| <= 5.7 sqrt(n p (1 - p)). */
 void harness_assert_binomial(const char *what, uint64_t observed, double trials, double p);
 
