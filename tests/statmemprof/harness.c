@@ -161,6 +161,8 @@ static void lifecycle_allocate_noise(lifecycle *lc)
 		if (err)
 			lifecycle_fail(lc, "rt_alloc inside a callback returned %d", err);
 	}
+	if (lc->callback_work)
+		lc->callback_work(lc);
 }
 
 /* The record a user datum names, or NULL (and a violation). */

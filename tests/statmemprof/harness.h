@@ -100,6 +100,8 @@ typedef struct lifecycle {
 	lifecycle_filter filter; /* NULL: track every block */
 	/* Allocate this many small blocks inside each callback (not sampled). */
 	size_t alloc_in_callback;
+	/* If not NULL, run inside each callback too (more allocation, say). */
+	void (*callback_work)(struct lifecycle *lc);
 	void *ctx;
 } lifecycle;
 
