@@ -5,11 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const output_view_names[N_OUT_VIEWS] = {"alloc", "live", "promoted", "short"};
-
-/* Aggregate behind each output view. */
-static const enum memprof_view view_source[N_OUT_VIEWS] = {
-    MEMPROF_VIEW_ALLOC, MEMPROF_VIEW_LIVE, MEMPROF_VIEW_PROMOTED, MEMPROF_VIEW_FREED_YOUNG};
+const char *const memprof_view_names[MEMPROF_N_VIEWS] = MEMPROF_VIEW_NAMES;
 
 #define FRAME_MAX 512
 #define UNKNOWN_STACK_FRAME "[stack-unavailable]"
@@ -19,10 +15,10 @@ struct folded_line {
 	uint64_t weight;
 };
 
-int output_view_parse(const char *s)
+int memprof_view_parse(const char *s)
 {
-	for (int v = 0; v < N_OUT_VIEWS; v++)
-		if (!strcmp(s, output_view_names[v]))
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
+		if (!strcmp(s, memprof_view_names[v]))
 			return v;
 	return -1;
 }
@@ -72,7 +68,7 @@ static int line_cmp(const void *a, const void *b)
 
 long folded_write(FILE *out, const struct memprof_stack *stacks,
 		  const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym,
-		  enum output_view v)
+		  enum memprof_view v)
 {
 	struct folded_line *lines = calloc(n ? n : 1, sizeof(*lines));
 	size_t n_lines = 0, kept = 0;
@@ -82,7 +78,7 @@ long folded_write(FILE *out, const struct memprof_stack *stacks,
 		return -1;
 	for (uint32_t id = 0; id < n; id++) {
 		/* Live is raised and lowered concurrently: read it as signed. */
-		int64_t w = (int64_t)aggs[id].bytes[view_source[v]];
+		int64_t w = (int64_t)aggs[id].bytes[v];
 
 		if (w <= 0)
 			continue;

@@ -12,11 +12,11 @@
 #include "memprof_maps.h"
 #include "symbolize.h"
 
-enum output_view { OUT_ALLOC, OUT_LIVE, OUT_PROMOTED, OUT_SHORT, N_OUT_VIEWS };
-extern const char *const output_view_names[N_OUT_VIEWS];
+/* The views are the kernel's aggregates (enum memprof_view, memprof_maps.h). */
+extern const char *const memprof_view_names[MEMPROF_N_VIEWS];
 
 /* The view named s, or -1. */
-int output_view_parse(const char *s);
+int memprof_view_parse(const char *s);
 
 /*
  * Write view v of stacks[0..n) to out, one line per distinct symbolized
@@ -25,6 +25,6 @@ int output_view_parse(const char *s);
  */
 long folded_write(FILE *out, const struct memprof_stack *stacks,
 		  const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym,
-		  enum output_view v);
+		  enum memprof_view v);
 
 #endif

@@ -38,7 +38,7 @@ struct options {
 	double seconds; /* 0: until the target exits or a signal */
 	const char *out_path;
 	const char *all_views_dir;
-	enum output_view view;
+	enum memprof_view view;
 	double rate;
 	uint32_t max_blocks; /* 0: the default size of the block map */
 };
@@ -53,7 +53,9 @@ static void usage(FILE *f)
 		"in estimated bytes (to FILE or stdout; with --all-views, DIR/<view>.folded for\n"
 		"every view).  Stops after -d SECONDS, on SIGINT/SIGTERM, or when PID exits.\n"
 		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
-		"             the end; promoted: blocks promoted; short: blocks freed while young\n"
+		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
+		"             blocks count until the collector frees them); promoted: blocks\n"
+		"             promoted; short: blocks freed while young\n"
 		"  --rate R   sampling rate per word asked of the target (default %g)\n"
 		"  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 		"             when full, samples still count in alloc and a note reports drops\n"
@@ -81,7 +83,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	char *end;
 	long pid;
 
-	*o = (struct options){.view = OUT_ALLOC, .rate = MEMPROF_PROBE_DEFAULT_RATE};
+	*o = (struct options){.view = MEMPROF_VIEW_ALLOC, .rate = MEMPROF_PROBE_DEFAULT_RATE};
 	if (argc < 3 || strcmp(argv[1], "attach")) {
 		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 			usage(stdout);
@@ -120,7 +122,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		} else if (!strcmp(a, "--all-views")) {
 			o->all_views_dir = v;
 		} else if (!strcmp(a, "--view")) {
-			int view = output_view_parse(v);
+			int view = memprof_view_parse(v);
 
 			if (view < 0) {
 				die(EXIT_USAGE, "unknown view '%s' (alloc, live, promoted, short)",
@@ -299,7 +301,7 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 	return 0;
 }
 
-static int write_view(FILE *f, struct tracer *tr, struct symbolizer *sym, enum output_view v)
+static int write_view(FILE *f, struct tracer *tr, struct symbolizer *sym, enum memprof_view v)
 {
 	return folded_write(f, tr->stacks, tr->aggs, tracer_n_stacks(tr), sym, v) < 0 ? -1 : 0;
 }
@@ -312,11 +314,11 @@ static int write_output(const struct options *o, struct tracer *tr, struct symbo
 		if (mkdir(o->all_views_dir, 0755) && errno != EEXIST)
 			return die(EXIT_FAILED, "cannot create %s: %s", o->all_views_dir,
 				   strerror(errno));
-		for (int v = 0; v < N_OUT_VIEWS; v++) {
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			FILE *f;
 
 			snprintf(path, sizeof(path), "%s/%s.folded", o->all_views_dir,
-				 output_view_names[v]);
+				 memprof_view_names[v]);
 			f = fopen(path, "w");
 			if (!f || write_view(f, tr, sym, v) || fclose(f))
 				return die(EXIT_FAILED, "cannot write %s", path);
