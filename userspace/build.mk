@@ -3,16 +3,32 @@
 # a deterministic probe trigger in tests/attach/progs/, the workloads).
 
 LOADER := $(BUILD)/memprof-bpf
+# The pprof encoder: C from userspace/profile.proto (protoc-c).
+PPROF_GEN_DIR := $(BUILD)/gen/userspace
+PPROF_GEN_C := $(PPROF_GEN_DIR)/profile.pb-c.c
+PPROF_GEN_H := $(PPROF_GEN_DIR)/profile.pb-c.h
+PPROF_GEN_OBJ := $(BUILD)/obj/gen/profile.pb-c.o
 # Every userspace/*.c but main.c is also linked into the attach tests.
 LOADER_LIB_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
-LOADER_LIB_OBJS := $(LOADER_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LOADER_LIB_OBJS := $(LOADER_LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(PPROF_GEN_OBJ)
 LOADER_OBJS := $(BUILD)/obj/userspace/main.o $(LOADER_LIB_OBJS)
-LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libelf) $(call pkg_libs,zlib)
+# libdw/libdwfl symbolize, protobuf-c encodes pprof, zlib gzips it, and
+# libstdc++ demangles C++ (userspace/demangle.c says why).
+LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libdw) $(call pkg_libs,libelf) \
+	$(call pkg_libs,libprotobuf-c) $(call pkg_libs,zlib) -lstdc++ -lm
 
-EXTRA_CFLAGS_userspace/ := -I$(BUILD) -Ibpf
+EXTRA_CFLAGS_userspace/ := -I$(BUILD) -Ibpf -I$(PPROF_GEN_DIR)
 
-# The loader includes the generated skeleton.
-$(LOADER_OBJS): $(BPF_SKEL) bpf/memprof_maps.h
+# The loader includes the generated skeleton and the generated encoder.
+$(LOADER_OBJS): $(BPF_SKEL) bpf/memprof_maps.h $(PPROF_GEN_H)
+
+$(PPROF_GEN_C) $(PPROF_GEN_H) &: userspace/profile.proto | $(DEPS_STAMP)
+	@mkdir -p $(PPROF_GEN_DIR)
+	protoc-c --proto_path=userspace --c_out=$(PPROF_GEN_DIR) userspace/profile.proto
+
+$(PPROF_GEN_OBJ): $(PPROF_GEN_C) $(PPROF_GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(PPROF_GEN_DIR) -c $< -o $@
 
 $(LOADER): $(LOADER_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LOADER_LIBS)
