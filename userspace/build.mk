@@ -70,3 +70,32 @@ TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_
 demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	@./scripts/demo.sh
+
+# ---- tests/output/progs: programs with known allocation sites, run under the
+# malloc host, whose profiles the output tests read (pprof through go tool
+# pprof, the SVG, the text report) ----
+OUTPUT_PROGS_DIR := $(BUILD)/tests/output/progs
+OUTPUT_PROG_C := $(wildcard tests/output/progs/*.c)
+OUTPUT_PROG_CXX := $(wildcard tests/output/progs/*.cpp)
+OUTPUT_PROGS := $(OUTPUT_PROG_C:tests/output/progs/%.c=$(OUTPUT_PROGS_DIR)/%) \
+	$(OUTPUT_PROG_CXX:tests/output/progs/%.cpp=$(OUTPUT_PROGS_DIR)/%)
+# -O2 -g: optimised code with DWARF (inline frames, lines).
+OUTPUT_PROG_FLAGS := -O2 -g -Iruntime-probes/include -Itests/output/progs
+OUTPUT_PROG_LINK := -L$(BUILD) -lmemprof-preload -Wl,-rpath,'$$ORIGIN/../../..'
+
+$(OUTPUT_PROGS_DIR)/%: tests/output/progs/%.c tests/output/progs/wait_tracer.h $(PRELOAD_SO) \
+		$(PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(OUTPUT_PROG_FLAGS) -o $@ $< $(OUTPUT_PROG_LINK)
+
+$(OUTPUT_PROGS_DIR)/%: tests/output/progs/%.cpp tests/output/progs/wait_tracer.h $(PRELOAD_SO) \
+		$(PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	g++ -std=c++17 $(WARN) $(OUTPUT_PROG_FLAGS) -o $@ $< $(OUTPUT_PROG_LINK)
+
+ALL_TARGETS += $(OUTPUT_PROGS)
+
+EXTRA_CFLAGS_tests/output/ := -Iuserspace -Ibpf -I$(PPROF_GEN_DIR)
+TEST_LIBS_output := $(LOADER_LIB_OBJS)
+TEST_LDLIBS_output = $(LOADER_LIBS)
+TEST_NEEDS_output = $(LOADER) $(PRELOAD_SO) $(OUTPUT_PROGS)

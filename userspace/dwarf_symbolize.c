@@ -21,7 +21,7 @@ struct cache_slot {
 struct dmod {
 	struct dsym_module pub;
 	Dwfl_Module *mod;
-	uint64_t bias; /* runtime address - ELF address */
+	uint64_t bias;		  /* runtime address - ELF address */
 	struct cache_slot *slots; /* open addressing, cap a power of two */
 	size_t n_slots, cap_slots;
 };
@@ -56,8 +56,8 @@ static double mono_now(void)
  * budget is spent the servers are no longer asked: the output is never held
  * up by a slow or unreachable server.
  */
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
@@ -80,8 +80,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		}
 	}
 	t0 = mono_now();
-	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-					  debuglink_file, debuglink_crc, debuginfo_file_name);
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
 	if (urls && *urls)
 		debuginfod_spent += mono_now() - t0;
 	if (saved) {
@@ -91,9 +91,9 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	return fd;
 }
 
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			Dwarf_Addr base, const char *file_name, const char *debuglink_file,
-			GElf_Word debuglink_crc, char **debuginfo_file_name)
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name)
 {
 	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
 	(void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
@@ -148,12 +148,14 @@ struct dsym *dsym_new(struct symbolizer *sym, unsigned flags)
 			d->n_mods--;
 			continue;
 		}
-		m->pub.name = strrchr(m->pub.path, '/') ? strrchr(m->pub.path, '/') + 1 : m->pub.path;
+		m->pub.name =
+		    strrchr(m->pub.path, '/') ? strrchr(m->pub.path, '/') + 1 : m->pub.path;
 		m->pub.start = r->start;
 		m->pub.offset = r->offset;
 		m->pub.limit = r->end;
 		for (size_t j = i + 1; j < maps->n; j++)
-			if (!strcmp(maps->regions[j].path, r->path) && maps->regions[j].end > m->pub.limit)
+			if (!strcmp(maps->regions[j].path, r->path) &&
+			    maps->regions[j].end > m->pub.limit)
 				m->pub.limit = maps->regions[j].end;
 		m->bias = elf_image_bias(img, r->start, r->offset);
 		m->mod = dwfl_report_elf(d->dwfl, m->pub.name, r->open_path, -1, m->bias, true);
@@ -278,8 +280,8 @@ static int push_line(struct dsym_frame *f, size_t *cap, char *function, const ch
 		*cap = ncap;
 	}
 	l = &f->lines[f->n_lines++];
-	*l = (struct dsym_line){.function = function, .line = line, .start_line = start_line,
-				.inlined = inlined};
+	*l = (struct dsym_line){
+	    .function = function, .line = line, .start_line = start_line, .inlined = inlined};
 	l->system_name = system ? strdup(system) : NULL;
 	l->file = file ? strdup(file) : NULL;
 	return 0;
@@ -316,7 +318,26 @@ static int dwarf_lines(struct dmod *m, struct dsym_frame *f, size_t *cap, const 
 		return 0;
 	if (dwarf_getsrcfiles(cu, &files, &n_files))
 		files = NULL;
+	/*
+	 * The innermost function scope at the address (the scopes of an
+	 * inlined body come from its abstract tree), then the concrete chain
+	 * around it: inlined_subroutine ... subprogram.
+	 */
 	n = dwarf_getscopes(cu, f->addr - bias, &scopes);
+	for (int i = 0; i < n; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+			Dwarf_Die innermost = scopes[i];
+
+			free(scopes);
+			scopes = NULL;
+			n = dwarf_getscopes_die(&innermost, &scopes);
+			break;
+		}
+		if (i == n - 1)
+			n = 0;
+	}
 	for (int i = 0; i < n && !rc; i++) {
 		Dwarf_Die *s = &scopes[i];
 		int tag = dwarf_tag(s), start = 0;
@@ -331,12 +352,12 @@ static int dwarf_lines(struct dmod *m, struct dsym_frame *f, size_t *cap, const 
 		plain = die_string(s, DW_AT_name);
 		if (tag == DW_TAG_subprogram && symname)
 			linkage = symname; /* the symbol names clones too (foo.constprop.0) */
-		if (!linkage && !plain)
-			continue;
-		name = demangle(linkage ? linkage : plain);
-		dwarf_decl_line(s, &start);
-		rc = push_line(f, cap, name, linkage, file, line, start,
-			       tag == DW_TAG_inlined_subroutine);
+		if (linkage || plain) {
+			name = demangle(linkage ? linkage : plain);
+			dwarf_decl_line(s, &start);
+			rc = push_line(f, cap, name, linkage, file, line, start,
+				       tag == DW_TAG_inlined_subroutine);
+		}
 		if (tag == DW_TAG_subprogram)
 			break;
 		/* Where the inlined code was called from, in its caller. */

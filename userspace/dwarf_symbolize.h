@@ -30,17 +30,17 @@ struct dsym_line {
 };
 
 struct dsym_frame {
-	uint64_t addr;	 /* runtime address looked up: the call, pc - 1 */
-	int module;	 /* index in the modules, -1 if none */
-	uint64_t rel;	 /* the address in the module's ELF address space */
-	int named;	 /* 0 if no symbol or DWARF names it */
-	size_t n_lines;	 /* >= 1 */
+	uint64_t addr;		 /* runtime address looked up: the call, pc - 1 */
+	int module;		 /* index in the modules, -1 if none */
+	uint64_t rel;		 /* the address in the module's ELF address space */
+	int named;		 /* 0 if no symbol or DWARF names it */
+	size_t n_lines;		 /* >= 1 */
 	struct dsym_line *lines; /* innermost first */
 };
 
 struct dsym_module {
-	char *path;	  /* as mapped */
-	const char *name; /* basename of path */
+	char *path;		       /* as mapped */
+	const char *name;	       /* basename of path */
 	uint64_t start, limit, offset; /* lowest mapping of the file */
 	char build_id[2 * 64 + 1];     /* hex, "" if none */
 	int has_dwarf;		       /* debug information found */

@@ -147,14 +147,14 @@ static void write_node(struct writer *w, const struct node *n, double x, int dep
 	human_bytes(bl, sizeof(bl), lo * per);
 	human_bytes(bh, sizeof(bh), hi * per);
 	colour(n->name, fill, sizeof(fill));
-	fprintf(w->out, "<g class=\"f\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%d\" data-t=\"",
-		x, share, depth);
+	fprintf(w->out, "<g class=\"f\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%d\" data-t=\"", x,
+		share, depth);
 	xml_text(w->out, n->name);
 	fprintf(w->out, " \u2014 %s (%.2f%%), 95%% interval [%s, %s], %lld samples\"><title>", b,
 		100 * share, bl, bh, (long long)n->samples);
 	xml_text(w->out, n->name);
-	fprintf(w->out, "\n%s, %.2f%% of the view\n95%% interval [%s, %s] (%lld samples)</title>", b,
-		100 * share, bl, bh, (long long)n->samples);
+	fprintf(w->out, "\n%s, %.2f%% of the view\n95%% interval [%s, %s] (%lld samples)</title>",
+		b, 100 * share, bl, bh, (long long)n->samples);
 	fprintf(w->out,
 		"<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>"
 		"<text x=\"%.2f\" y=\"%d\">",
@@ -169,7 +169,8 @@ static void write_node(struct writer *w, const struct node *n, double x, int dep
 		} else if (fits >= 3) {
 			char cut[512];
 
-			snprintf(cut, sizeof(cut), "%.*s..", fits - 2 < 500 ? fits - 2 : 500, n->name);
+			snprintf(cut, sizeof(cut), "%.*s..", fits - 2 < 500 ? fits - 2 : 500,
+				 n->name);
 			xml_text(w->out, cut);
 		}
 	}
@@ -184,7 +185,9 @@ static void write_node(struct writer *w, const struct node *n, double x, int dep
 /* The script: zoom, search, details.  Frames carry their geometry as
  * shares of the whole (data-x, data-w) and their depth (data-d). */
 static const char script[] =
-    "var W=" "1200" ",PX=10,frames=[],focus=null,details,searchInfo,matchRe=null;\n"
+    "var W="
+    "1200"
+    ",PX=10,frames=[],focus=null,details,searchInfo,matchRe=null;\n"
     "function init(){\n"
     " var gs=document.querySelectorAll('g.f');\n"
     " for(var i=0;i<gs.length;i++){var g=gs[i];frames.push({g:g,x:+g.getAttribute('data-x'),\n"
@@ -216,7 +219,8 @@ static const char script[] =
     "  f.t.textContent=fits<3?'':(f.name.length<=fits?f.name:f.name.slice(0,fits-2)+'..');\n"
     "  f.r.style.fill=matchRe&&matchRe.test(f.name)?'rgb(220,60,220)':'';}\n"
     " document.getElementById('reset').style.opacity=focus?1:0.35;}\n"
-    "function askSearch(){var s=prompt('Search frames (regular expression)',matchRe?matchRe.source:'');\n"
+    "function askSearch(){var s=prompt('Search frames (regular "
+    "expression)',matchRe?matchRe.source:'');\n"
     " if(s===null)return;setSearch(s);}\n"
     "function setSearch(s){\n"
     " try{matchRe=s?new RegExp(s):null;}catch(e){matchRe=null;searchInfo.textContent='bad "
@@ -224,7 +228,8 @@ static const char script[] =
     " var hits=frames.filter(function(f){return matchRe&&matchRe.test(f.name);});\n"
     " hits.sort(function(a,b){return a.x-b.x||a.d-b.d;});\n"
     " var sum=0,end=-1;for(var i=0;i<hits.length;i++){var h=hits[i];\n"
-    "  if(h.x>=end-1e-12){sum+=h.w;end=h.x+h.w;}else if(h.x+h.w>end){sum+=h.x+h.w-end;end=h.x+h.w;}}\n"
+    "  if(h.x>=end-1e-12){sum+=h.w;end=h.x+h.w;}else "
+    "if(h.x+h.w>end){sum+=h.x+h.w-end;end=h.x+h.w;}}\n"
     " searchInfo.textContent=matchRe?('matched '+(100*sum).toFixed(2)+'% of the view'):'';\n"
     " draw();}\n"
     "window.addEventListener('load',init);\n";

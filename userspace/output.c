@@ -109,8 +109,7 @@ static int write_all(const struct output_request *r, const struct profile *p)
 	}
 	if (r->n_paths || r->all_views_dir)
 		return EXIT_OK;
-	if (write_format(stdout, p, r->format == FMT_AUTO ? FMT_FOLDED : r->format,
-			 p->meta.view) ||
+	if (write_format(stdout, p, r->format == FMT_AUTO ? FMT_FOLDED : r->format, p->meta.view) ||
 	    fflush(stdout))
 		return fail("the output", NULL);
 	return EXIT_OK;
@@ -152,8 +151,8 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 	}
 	/* The rate in force: what the samples were weighed with. */
 	if (p.total_samples[OUT_ALLOC] > 0 && p.total_bytes[OUT_ALLOC] > 0)
-		p.meta.rate = 8.0 * (double)p.total_samples[OUT_ALLOC] /
-			      (double)p.total_bytes[OUT_ALLOC];
+		p.meta.rate =
+		    8.0 * (double)p.total_samples[OUT_ALLOC] / (double)p.total_bytes[OUT_ALLOC];
 	if (r->meta.verbose) {
 		size_t addrs, lines, mods = dsym_n_modules(d), dwarf = 0;
 

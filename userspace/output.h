@@ -19,9 +19,9 @@ enum output_format output_format_of_path(const char *path);
 struct output_request {
 	const char *paths[OUTPUT_MAX_FILES]; /* files to write (none: stdout) */
 	int n_paths;
-	const char *all_views_dir;  /* non-NULL: DIR/<view>.folded for every view */
-	enum output_format format;  /* FMT_AUTO: by each path's extension */
-	unsigned dsym_flags;	    /* DSYM_* */
+	const char *all_views_dir; /* non-NULL: DIR/<view>.folded for every view */
+	enum output_format format; /* FMT_AUTO: by each path's extension */
+	unsigned dsym_flags;	   /* DSYM_* */
 	struct profile_meta meta;
 };
 

@@ -176,8 +176,7 @@ static uint64_t function_id(struct builder *b, const struct dsym_line *l)
 	e = table_slot(&b->functions, key, NULL, h);
 	if (e->used)
 		return e->value;
-	f = push((void ***)&b->prof.function, &b->prof.n_function, &b->cap_functions,
-		 sizeof(*f));
+	f = push((void ***)&b->prof.function, &b->prof.n_function, &b->cap_functions, sizeof(*f));
 	e->str = strdup(key);
 	if (!f || !e->str) {
 		b->oom = 1;
@@ -209,8 +208,8 @@ static uint64_t location_id(struct builder *b, const struct dsym_frame *fr)
 	e = table_slot(&b->locations, NULL, fr, h);
 	if (e->used)
 		return e->value;
-	loc = push((void ***)&b->prof.location, &b->prof.n_location, &b->cap_locations,
-		   sizeof(*loc));
+	loc =
+	    push((void ***)&b->prof.location, &b->prof.n_location, &b->cap_locations, sizeof(*loc));
 	if (!loc) {
 		b->oom = 1;
 		return 0;
@@ -244,8 +243,7 @@ static uint64_t location_id(struct builder *b, const struct dsym_frame *fr)
 	return loc->id;
 }
 
-static void value_type(struct builder *b, Pprof__ValueType *vt, const char *type,
-		       const char *unit)
+static void value_type(struct builder *b, Pprof__ValueType *vt, const char *type, const char *unit)
 {
 	pprof__value_type__init(vt);
 	vt->type = str_index(b, type);
@@ -335,8 +333,8 @@ static int build(struct builder *b, const struct profile *p)
 
 	for (size_t i = 0; i < dsym_n_modules(p->dsym); i++) {
 		const struct dsym_module *m = dsym_module(p->dsym, i);
-		Pprof__Mapping *mp = push((void ***)&pb->mapping, &pb->n_mapping, &cap_mappings,
-					  sizeof(*mp));
+		Pprof__Mapping *mp =
+		    push((void ***)&pb->mapping, &pb->n_mapping, &cap_mappings, sizeof(*mp));
 
 		if (!mp)
 			return -1;
@@ -357,8 +355,8 @@ static int build(struct builder *b, const struct profile *p)
 
 	for (size_t i = 0; i < p->n_stacks; i++) {
 		const struct profile_stack *s = &p->stacks[i];
-		Pprof__Sample *smp = push((void ***)&pb->sample, &pb->n_sample, &cap_samples,
-					  sizeof(*smp));
+		Pprof__Sample *smp =
+		    push((void ***)&pb->sample, &pb->n_sample, &cap_samples, sizeof(*smp));
 
 		if (!smp)
 			return -1;
@@ -376,8 +374,8 @@ static int build(struct builder *b, const struct profile *p)
 			smp->location_id[smp->n_location_id++] = location_id(b, s->frames[f]);
 		if (!s->n_frames) {
 			/* A location of its own, with a function named for it. */
-			static const struct dsym_line unknown_line = {
-			    .function = PROFILE_UNKNOWN_STACK};
+			static const struct dsym_line unknown_line = {.function =
+									  PROFILE_UNKNOWN_STACK};
 			static const struct dsym_frame unknown = {
 			    .module = -1, .n_lines = 1, .lines = (struct dsym_line *)&unknown_line};
 
@@ -417,8 +415,8 @@ static int gzip_write(FILE *out, const uint8_t *buf, size_t len)
 		z.next_out = chunk;
 		z.avail_out = sizeof(chunk);
 		rc = deflate(&z, Z_FINISH);
-		if (rc == Z_STREAM_ERROR ||
-		    fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) != sizeof(chunk) - z.avail_out) {
+		if (rc == Z_STREAM_ERROR || fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) !=
+						sizeof(chunk) - z.avail_out) {
 			deflateEnd(&z);
 			return -1;
 		}

@@ -26,11 +26,11 @@ struct profile_stack {
 
 struct profile_meta {
 	pid_t pid;
-	double rate;		/* rate in force (per word), 0 if unknown */
-	int64_t time_ns;	/* wall-clock start of the collection */
+	double rate;	 /* rate in force (per word), 0 if unknown */
+	int64_t time_ns; /* wall-clock start of the collection */
 	int64_t duration_ns;
-	enum output_view view;	/* the view of single-view formats */
-	int verbose;		/* text: also per stack */
+	enum output_view view; /* the view of single-view formats */
+	int verbose;	       /* text: also per stack */
 };
 
 struct profile {

@@ -12,22 +12,26 @@ static const char *const view_meaning[N_OUT_VIEWS] = {
     "blocks freed while young",
 };
 
-/* Frames whose only job is to allocate: the site is their caller. */
+/*
+ * Frames of the allocator or of the C++ standard library (containers,
+ * allocators): the site is the innermost frame of the program's own code.
+ */
 static int allocator_frame(const char *name)
 {
 	static const char *const prefixes[] = {
-	    "malloc",	    "calloc",	       "realloc",	 "reallocarray",
-	    "posix_memalign", "aligned_alloc", "memalign",	 "valloc",
-	    "operator new", "std::allocator", "std::__new_allocator", "__gnu_cxx::new_allocator",
-	    "std::allocator_traits",
+	    "malloc",	"calloc", "realloc",	  "reallocarray", "posix_memalign", "aligned_alloc",
+	    "memalign", "valloc", "operator new", "std::",	  "__gnu_cxx::",
 	};
 
+	/* A function template's name starts with its return type. */
+	if (!strncmp(name, "void ", 5))
+		name += 5;
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		size_t n = strlen(prefixes[i]);
 
 		if (!strncmp(name, prefixes[i], n) &&
-		    (name[n] == '\0' || name[n] == '(' || name[n] == '<' || name[n] == ':' ||
-		     name[n] == '['))
+		    (prefixes[i][n - 1] == ':' || name[n] == '\0' || name[n] == '(' ||
+		     name[n] == '<' || name[n] == '['))
 			return 1;
 	}
 	return 0;
@@ -148,8 +152,8 @@ static void print_row(FILE *out, const struct profile *p, int v, const struct ro
 	human_count(o, sizeof(o), r->objects);
 	human_count(ol, sizeof(ol), r->samples ? r->objects * lo / r->samples : 0);
 	human_count(oh, sizeof(oh), r->samples ? r->objects * hi / r->samples : 0);
-	fprintf(out, "%6.2f%%  %11s  [%11s, %11s]  %10s  [%10s, %10s]  %8lld  %s\n", share, b,
-		bl, bh, o, ol, oh, (long long)r->samples, r->label);
+	fprintf(out, "%6.2f%%  %11s  [%11s, %11s]  %10s  [%10s, %10s]  %8lld  %s\n", share, b, bl,
+		bh, o, ol, oh, (long long)r->samples, r->label);
 }
 
 static int print_table(FILE *out, const struct profile *p, int v, int by_stack)
@@ -159,8 +163,8 @@ static int print_table(FILE *out, const struct profile *p, int v, int by_stack)
 
 	if (!rows)
 		return -1;
-	fprintf(out, "%7s  %11s  %-26s  %10s  %-24s  %8s  %s\n", "share", "bytes",
-		"[95% interval]", "objects", "[95% interval]", "samples",
+	fprintf(out, "%7s  %11s  %-26s  %10s  %-24s  %8s  %s\n", "share", "bytes", "[95% interval]",
+		"objects", "[95% interval]", "samples",
 		by_stack ? "stack (root;...;leaf)" : "site");
 	for (size_t i = 0; i < n; i++) {
 		print_row(out, p, v, &rows[i]);
