@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -149,10 +150,19 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 		fprintf(stderr, "memprof-bpf: out of memory symbolizing the stacks\n");
 		return EXIT_FAILED;
 	}
-	/* The rate in force: what the samples were weighed with. */
-	if (p.total_samples[OUT_ALLOC] > 0 && p.total_bytes[OUT_ALLOC] > 0)
-		p.meta.rate =
+	/*
+	 * The rate in force is what the samples were weighed with: the one
+	 * asked for, unless the target sampled at another (another tracer's,
+	 * an in-process profile's).  The kernel side weighs with 65536 / rate
+	 * rounded, hence the tolerance.
+	 */
+	if (p.total_samples[OUT_ALLOC] > 0 && p.total_bytes[OUT_ALLOC] > 0) {
+		double used =
 		    8.0 * (double)p.total_samples[OUT_ALLOC] / (double)p.total_bytes[OUT_ALLOC];
+
+		if (!(fabs(used - p.meta.rate) <= 1e-3 * p.meta.rate))
+			p.meta.rate = used;
+	}
 	if (r->meta.verbose) {
 		size_t addrs, lines, mods = dsym_n_modules(d), dwarf = 0;
 

@@ -14,33 +14,34 @@
 #define BLOCK_BYTES 64
 #define PER_SITE_MAX 7000
 
-static void *kept[100 * PER_SITE_MAX];
+/* Not static, and freed through a volatile: the mallocs stay. */
+void *kept[100 * PER_SITE_MAX];
 static size_t n_kept;
 
-static void run_site(int i)
-{
-	int n = (1 + i % 7) * 1000;
-
-	for (int k = 0; k < n; k++) {
-		void *p = malloc(BLOCK_BYTES);
-
-		if (i % 2 == 0)
-			kept[n_kept++] = p;
-		else
-			free(p);
+/* A macro, not a function: the malloc is in site_NNN's own frame. */
+#define RUN_SITE(i)                                                                                \
+	for (int k = 0; k < (1 + (i) % 7) * 1000; k++) {                                           \
+		wait_sink = malloc(BLOCK_BYTES);                                                   \
+		if ((i) % 2 == 0)                                                                  \
+			kept[n_kept++] = wait_sink;                                                \
+		else                                                                               \
+			free(wait_sink);                                                           \
 	}
-}
 
-#define SITE(i)                                                                                  \
-	__attribute__((noipa)) void site_##i(void)                                                \
-	{                                                                                        \
-		run_site(1##i - 1000);                                                           \
-		__asm__ volatile("");                                                            \
+#define SITE(i)                                                                                    \
+	__attribute__((noipa)) void site_##i(void)                                                 \
+	{                                                                                          \
+		RUN_SITE(1##i - 1000);                                                             \
+		__asm__ volatile("");                                                              \
 	}
-#define SITES10(d) SITE(d##0) SITE(d##1) SITE(d##2) SITE(d##3) SITE(d##4) SITE(d##5) SITE(d##6) \
-	SITE(d##7) SITE(d##8) SITE(d##9)
-#define SITES100(h) SITES10(h##0) SITES10(h##1) SITES10(h##2) SITES10(h##3) SITES10(h##4) \
-	SITES10(h##5) SITES10(h##6) SITES10(h##7) SITES10(h##8) SITES10(h##9)
+#define SITES10(d)                                                                                 \
+	SITE(d##0)                                                                                 \
+	SITE(d##1) SITE(d##2) SITE(d##3) SITE(d##4) SITE(d##5) SITE(d##6) SITE(d##7) SITE(d##8)    \
+	    SITE(d##9)
+#define SITES100(h)                                                                                \
+	SITES10(h##0)                                                                              \
+	SITES10(h##1) SITES10(h##2) SITES10(h##3) SITES10(h##4) SITES10(h##5) SITES10(h##6)        \
+	    SITES10(h##7) SITES10(h##8) SITES10(h##9)
 SITES100(0)
 SITES100(1)
 
