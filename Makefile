@@ -48,6 +48,7 @@ deps:
 include runtime-probes/core/build.mk
 include runtime-probes/hosts/rt/build.mk
 include runtime-probes/hosts/preload/build.mk
+include runtime-probes/hosts/ocaml/build.mk
 include runtime-probes/workloads/build.mk
 include bpf/build.mk
 include userspace/build.mk

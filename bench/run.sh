@@ -27,12 +27,13 @@ out=$WORK/latest.md
 
 # Measure copies of the inputs: the tree may be rebuilt while this runs.
 INPUTS="workload-seed workload-seed-nohook workload-sites memprof-bpf libmemprof-preload.so
-	libmemprof.a bench/mallocmix bench/mallocpair bench/probeloop bench/gcscale bench/preload-sample-cost"
+	libmemprof.a bench/mallocmix bench/mallocpair bench/probeloop bench/gcscale bench/preload-sample-cost
+	tests/ocaml/progs/sites bench/ocaml-sites-plain"
 # shellcheck disable=SC2086
 ./bench/lib/snapshot.sh build "$WORK/inputs" $INPUTS
 export BUILD=$WORK/inputs
 
-tables=${BENCH_TABLES:-1 2 3 4}
+tables=${BENCH_TABLES:-1 2 3 4 5}
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 {
 	echo "# memprof-bpf benchmarks"

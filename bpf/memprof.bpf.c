@@ -295,10 +295,9 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 		count(MEMPROF_CNT_ORPHAN_DEALLOCS);
 		return 0;
 	}
-	aggs_add(stack_id,
-		 kind == MEMPROF_PROBE_KIND_MINOR ? MEMPROF_VIEW_FREED_YOUNG
-						  : MEMPROF_VIEW_FREED_OLD,
-		 n, est, obj);
+	/* Died young (OCaml's dealloc_minor): the short view. */
+	if (kind == MEMPROF_PROBE_KIND_MINOR)
+		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est, obj);
 	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est, -obj);
 	return 0;
 }

@@ -14,8 +14,8 @@
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
  * not be kept (stack table full, unreadable stack): their bytes still count.
  */
-#ifndef MEMPROF_BPF_SHARED_H
-#define MEMPROF_BPF_SHARED_H
+#ifndef MEMPROF_MAPS_H
+#define MEMPROF_MAPS_H
 
 /* Frames per stack, equal to MEMPROF_PROBE_MAX_STACK (checked by the loader). */
 #define MEMPROF_STACK_DEPTH 64
@@ -25,15 +25,31 @@
 #define MEMPROF_MAX_BLOCKS 262144
 #define MEMPROF_STACK_UNKNOWN 0u
 
-/* Views: per-stack aggregates, indexes of samples[] and bytes[]. */
+/*
+ * Views: per-stack aggregates, indexes of samples[] and bytes[].  One name
+ * per view everywhere: the loader's --view and DIR/<name>.folded
+ * (MEMPROF_VIEW_NAMES), the docs and the tests.  In OCaml's terms, which the
+ * probe ABI (memprof_probe_abi.h) and the API's callbacks keep:
+ *   alloc     every sample probe (alloc_minor and alloc_major)
+ *   live      sampled and tracked, no dealloc probe yet
+ *   promoted  promote probe (the promote callback)
+ *   short     dealloc probe of kind MEMPROF_PROBE_KIND_MINOR (the
+ *             dealloc_minor callback): the block died young
+ * Blocks that die old (dealloc of kind MEMPROF_PROBE_KIND_MAJOR) have no
+ * view of their own: for tracked blocks it is alloc minus live minus short.
+ */
 enum memprof_view {
-	MEMPROF_VIEW_ALLOC = 0,	      /* every sampled allocation */
-	MEMPROF_VIEW_PROMOTED = 1,    /* promoted blocks */
-	MEMPROF_VIEW_FREED_YOUNG = 2, /* blocks that died young */
-	MEMPROF_VIEW_FREED_OLD = 3,   /* blocks that died old */
-	MEMPROF_VIEW_LIVE = 4,	      /* tracked blocks not dead (yet) */
-	MEMPROF_N_VIEWS = 5,
+	MEMPROF_VIEW_ALLOC = 0,
+	MEMPROF_VIEW_LIVE = 1,
+	MEMPROF_VIEW_PROMOTED = 2,
+	MEMPROF_VIEW_SHORT = 3,
+	MEMPROF_N_VIEWS = 4,
 };
+/* The views' names, indexed by enum memprof_view. */
+#define MEMPROF_VIEW_NAMES                                                                         \
+	{                                                                                          \
+		"alloc", "live", "promoted", "short"                                               \
+	}
 
 /* Block flags. */
 #define MEMPROF_BLOCK_PROMOTED 1u

@@ -4,7 +4,8 @@
 # build/demo/<view>.folded, the alloc view as an interactive flame graph
 # (build/demo/alloc.svg), every view as pprof (build/demo/profile.pb.gz)
 # and the text report (build/demo/report.txt), and print the top
-# allocation sites of each view.
+# allocation sites of each view; then the same with the bundled OCaml
+# program, into build/demo/ocaml/<view>.folded.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -86,3 +87,37 @@ echo "   (go tool pprof -sample_index=inuse_space -top $OUT/profile.pb.gz)"
 echo
 echo "== what the workload itself counted (words, headers included; all its run):"
 sed 's/^/    /' "$OUT/workload.txt"
+
+# The OCaml host: the bundled OCaml program (tests/ocaml/progs/sites.ml,
+# linked with the memprof_probe findlib package), into $OUT/ocaml/.
+OCAML_PROG="$BUILD/tests/ocaml/progs/sites"
+OCAML_OUT="$OUT/ocaml"
+[ -x "$OCAML_PROG" ] || die "$OCAML_PROG is not built"
+mkdir -p "$OCAML_OUT"
+rm -f "$OCAML_OUT"/*.folded "$OCAML_OUT/ready"
+"$OCAML_PROG" 1000000000 "$OCAML_OUT/ready" 5e6 >"$OCAML_OUT/program.txt" &
+ocaml_pid=$!
+trap 'kill "$ocaml_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+	[ -s "$OCAML_OUT/ready" ] && break
+	sleep 0.1
+done
+[ -s "$OCAML_OUT/ready" ] || die "the OCaml program did not start"
+echo
+echo "demo: tracing the OCaml program sites (pid $ocaml_pid) for ${TRACE_SECONDS}s at rate $RATE"
+"$LOADER" attach "$ocaml_pid" -d "$TRACE_SECONDS" --rate "$RATE" --all-views "$OCAML_OUT" \
+	2>"$OCAML_OUT/memprof-bpf.log" || die "memprof-bpf failed: $(tail -n 1 "$OCAML_OUT/memprof-bpf.log")"
+kill -TERM "$ocaml_pid"
+wait "$ocaml_pid" || true
+trap - EXIT
+grep 'stats:' "$OCAML_OUT/memprof-bpf.log" | sed 's/^memprof-bpf: /demo: /'
+for view in alloc live promoted short; do
+	file="$OCAML_OUT/$view.folded"
+	echo
+	echo "== OCaml $view: $file"
+	top_sites "$file"
+done
+echo
+echo "== the OCaml program's words per iteration, by site (headers included):"
+echo "    Work.make_point 16 (dies young), Work.make_record 6 (kept in a ring),"
+echo "    Work.make_entry 4 (kept to the end), Sites.entry 1.5 (list cells, kept)"

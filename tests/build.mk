@@ -30,7 +30,10 @@ TESTS_SAN := $(patsubst tests/%.c,$(BUILD)/san/tests/%, \
 	$(filter $(foreach a,$(TEST_SAN_AREAS),tests/$(a)/%),$(TEST_SRCS)))
 TEST_BINS += $(TESTS_PLAIN) $(TESTS_SAN)
 
-EXTRA_CFLAGS_tests/lib/ := -Itests/lib
+# Every test source (and program under tests/) sees the shared helpers'
+# header, testlib.h.
+$(BUILD)/obj/tests/%.o: CFLAGS += -Itests/lib
+$(BUILD)/san/obj/tests/%.o: SAN_CFLAGS += -Itests/lib
 
 # The area of a stem "area/test_x", and the helper objects of that area
 # under an object folder ("obj/" or "san/obj/").

@@ -234,7 +234,7 @@ static const char script[] =
     " draw();}\n"
     "window.addEventListener('load',init);\n";
 
-int flamegraph_svg_write(FILE *out, const struct profile *p, enum output_view v)
+int flamegraph_svg_write(FILE *out, const struct profile *p, enum memprof_view v)
 {
 	struct node *root = node_new("all");
 	struct writer w = {.out = out, .p = p};
@@ -290,7 +290,7 @@ int flamegraph_svg_write(FILE *out, const struct profile *p, enum output_view v)
 	fprintf(out,
 		"<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">memprof-bpf: %s view "
 		"of process %d, %s estimated (rate %g per word)</text>\n",
-		WIDTH / 2, output_view_names[v], (int)p->meta.pid, b, p->meta.rate);
+		WIDTH / 2, memprof_view_names[v], (int)p->meta.pid, b, p->meta.rate);
 	fprintf(out,
 		"<text id=\"reset\" class=\"btn\" x=\"%d\" y=\"46\">Reset zoom</text>\n"
 		"<text id=\"search\" class=\"btn\" x=\"%d\" y=\"46\" "

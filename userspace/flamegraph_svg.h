@@ -11,6 +11,6 @@
 #include "profile.h"
 
 /* Flame graph of view v.  0, or -1 on a write or memory error. */
-int flamegraph_svg_write(FILE *out, const struct profile *p, enum output_view v);
+int flamegraph_svg_write(FILE *out, const struct profile *p, enum memprof_view v);
 
 #endif

@@ -7,17 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const output_view_names[N_OUT_VIEWS] = {"alloc", "live", "promoted", "short"};
+const char *const memprof_view_names[MEMPROF_N_VIEWS] = MEMPROF_VIEW_NAMES;
 
 struct folded_line {
 	char *stack;
 	uint64_t weight;
 };
 
-int output_view_parse(const char *s)
+int memprof_view_parse(const char *s)
 {
-	for (int v = 0; v < N_OUT_VIEWS; v++)
-		if (!strcmp(s, output_view_names[v]))
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
+		if (!strcmp(s, memprof_view_names[v]))
 			return v;
 	return -1;
 }
@@ -61,7 +61,7 @@ static int line_cmp(const void *a, const void *b)
 		      ((const struct folded_line *)b)->stack);
 }
 
-long folded_write(FILE *out, const struct profile *p, enum output_view v)
+long folded_write(FILE *out, const struct profile *p, enum memprof_view v)
 {
 	struct folded_line *lines = calloc(p->n_stacks ? p->n_stacks : 1, sizeof(*lines));
 	size_t n_lines = 0, kept = 0;

@@ -8,11 +8,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum output_view { OUT_ALLOC, OUT_LIVE, OUT_PROMOTED, OUT_SHORT, N_OUT_VIEWS };
-extern const char *const output_view_names[N_OUT_VIEWS];
+#include <linux/types.h>
+#include "memprof_maps.h"
+
+/* The views are the kernel's aggregates (enum memprof_view, memprof_maps.h). */
+extern const char *const memprof_view_names[MEMPROF_N_VIEWS];
 
 /* The view named s, or -1. */
-int output_view_parse(const char *s);
+int memprof_view_parse(const char *s);
 
 struct profile;
 
@@ -22,6 +25,6 @@ struct profile;
  * weights are left out.  Returns the number of lines, or -1 on a write or
  * memory error.
  */
-long folded_write(FILE *out, const struct profile *p, enum output_view v);
+long folded_write(FILE *out, const struct profile *p, enum memprof_view v);
 
 #endif

@@ -40,7 +40,7 @@ struct options {
 	const char *out_paths[OUTPUT_MAX_FILES]; /* -o, repeatable */
 	int n_out;
 	const char *all_views_dir;
-	enum output_view view;
+	enum memprof_view view;
 	double rate;
 	uint32_t max_blocks; /* 0: the default size of the block map */
 	/* Output format and symbolization (userspace/output.c). */
@@ -65,7 +65,9 @@ static void usage(FILE *f)
 		"             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
 		"  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
 		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
-		"             the end; promoted: blocks promoted; short: blocks freed while young\n"
+		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
+		"             blocks count until the collector frees them); promoted: blocks\n"
+		"             promoted; short: blocks freed while young\n"
 		"  --rate R   sampling rate per word asked of the target (default %g)\n"
 		"  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 		"             when full, samples still count in alloc and a note reports drops\n"
@@ -94,7 +96,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	long pid;
 
 	*o = (struct options){
-	    .view = OUT_ALLOC, .rate = MEMPROF_PROBE_DEFAULT_RATE, .format = FMT_AUTO};
+	    .view = MEMPROF_VIEW_ALLOC, .rate = MEMPROF_PROBE_DEFAULT_RATE, .format = FMT_AUTO};
 	if (argc < 3 || strcmp(argv[1], "attach")) {
 		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 			usage(stdout);
@@ -150,7 +152,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		} else if (!strcmp(a, "--all-views")) {
 			o->all_views_dir = v;
 		} else if (!strcmp(a, "--view")) {
-			int view = output_view_parse(v);
+			int view = memprof_view_parse(v);
 
 			if (view < 0) {
 				die(EXIT_USAGE, "unknown view '%s' (alloc, live, promoted, short)",

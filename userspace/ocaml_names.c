@@ -1,14 +1,25 @@
 /*
- * OCaml symbol names -> Module.function.  The native compiler names a
- * function caml<Module><sep><function>_<stamp>, where <sep> is "__" (up to
- * OCaml 5.0), "$" (5.1) or "." (5.2 on); nested and packed modules repeat
- * the separator (camlStdlib__List__map_123 is Stdlib.List.map).  Up to 5.0,
- * characters that are not identifier characters are written $XX (hex).
+ * OCaml (4.x, no flambda) names a function caml<Unit>__<name>_<stamp>:
+ * the compilation unit's module path with "__" between the modules of a
+ * packed or dune-wrapped unit, the function's name with characters that
+ * are not identifier characters written $XX (hex), and a stamp that makes
+ * it unique.  Module initialisers are caml<Unit>__entry, without a stamp.
  */
 #include "ocaml_names.h"
 
 #include <ctype.h>
 #include <string.h>
+
+struct out {
+	char *buf;
+	size_t len, at;
+};
+
+static void put(struct out *o, char c)
+{
+	if (o->at + 1 < o->len)
+		o->buf[o->at++] = c;
+}
 
 static int hexval(char c)
 {
@@ -21,44 +32,54 @@ static int hexval(char c)
 	return -1;
 }
 
-int ocaml_name(const char *sym, char *out, size_t len)
+/* Length of name without its "_<digits>" stamp. */
+static size_t strip_stamp(const char *name, size_t n)
 {
-	const char *p = sym + 4, *end;
-	size_t o = 0;
-	int seps = 0;
+	size_t i = n;
 
-	if (strncmp(sym, "caml", 4) || !isupper((unsigned char)p[0]) || len < 2)
+	while (i > 0 && isdigit((unsigned char)name[i - 1]))
+		i--;
+	if (i < n && i > 1 && name[i - 1] == '_')
+		return i - 1;
+	return n;
+}
+
+int ocaml_name(const char *sym, char *buf, size_t len)
+{
+	const char *p = sym + 4, *sep;
+	struct out o = {buf, len, 0};
+	size_t n;
+
+	if (!len || strncmp(sym, "caml", 4) || !isupper((unsigned char)*p))
 		return 0;
-	end = p + strlen(p);
-	/* Drop the _<digits> stamp. */
-	{
-		const char *q = end;
-
-		while (q > p && isdigit((unsigned char)q[-1]))
-			q--;
-		if (q < end && q > p && q[-1] == '_')
-			end = q - 1;
+	/* Modules: segments that start with a capital, up to the function. */
+	for (;;) {
+		sep = strstr(p, "__");
+		n = sep ? (size_t)(sep - p) : strlen(p);
+		for (size_t i = 0; i < n; i++)
+			put(&o, p[i]);
+		if (!sep || !isupper((unsigned char)sep[2]))
+			break;
+		put(&o, '.');
+		p = sep + 2;
 	}
-	while (p < end && o + 1 < len) {
-		if (p[0] == '_' && p + 1 < end && p[1] == '_') {
-			out[o++] = '.';
-			p += 2;
-			seps++;
-		} else if (p[0] == '$' && p + 2 < end && hexval(p[1]) >= 0 && hexval(p[2]) >= 0 &&
-			   seps) {
-			out[o++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
-			p += 3;
-		} else if (p[0] == '$' || p[0] == '.') {
-			out[o++] = '.';
-			p++;
-			seps++;
-		} else {
-			out[o++] = *p++;
+	if (sep && sep[2]) {
+		const char *f = sep + 2;
+
+		n = strip_stamp(f, strlen(f));
+		put(&o, '.');
+		for (size_t i = 0; i < n; i++) {
+			int hi, lo;
+
+			if (f[i] == '$' && i + 2 < n && (hi = hexval(f[i + 1])) >= 0 &&
+			    (lo = hexval(f[i + 2])) >= 0) {
+				put(&o, (char)(hi << 4 | lo));
+				i += 2;
+				continue;
+			}
+			put(&o, f[i]);
 		}
 	}
-	out[o] = '\0';
-	/* A module alone (camlWork, camlWork__code_begin has a separator) is
-	 * still a name, but a symbol without any separator is a data symbol of
-	 * the module: keep it as Module. */
-	return o > 0;
+	buf[o.at] = '\0';
+	return 1;
 }

@@ -44,7 +44,7 @@ enum output_format output_format_of_path(const char *path)
 }
 
 static int write_format(FILE *f, const struct profile *p, enum output_format fmt,
-			enum output_view v)
+			enum memprof_view v)
 {
 	switch (fmt) {
 	case FMT_PPROF:
@@ -75,11 +75,11 @@ static int write_all(const struct output_request *r, const struct profile *p)
 				strerror(errno));
 			return EXIT_FAILED;
 		}
-		for (int v = 0; v < N_OUT_VIEWS; v++) {
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			FILE *f;
 
 			snprintf(path, sizeof(path), "%s/%s.folded", r->all_views_dir,
-				 output_view_names[v]);
+				 memprof_view_names[v]);
 			f = fopen(path, "w");
 			if (!f)
 				return fail("", path);
@@ -156,9 +156,9 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 	 * an in-process profile's).  The kernel side weighs with 65536 / rate
 	 * rounded, hence the tolerance.
 	 */
-	if (p.total_samples[OUT_ALLOC] > 0 && p.total_bytes[OUT_ALLOC] > 0) {
-		double used =
-		    8.0 * (double)p.total_samples[OUT_ALLOC] / (double)p.total_bytes[OUT_ALLOC];
+	if (p.total_samples[MEMPROF_VIEW_ALLOC] > 0 && p.total_bytes[MEMPROF_VIEW_ALLOC] > 0) {
+		double used = 8.0 * (double)p.total_samples[MEMPROF_VIEW_ALLOC] /
+			      (double)p.total_bytes[MEMPROF_VIEW_ALLOC];
 
 		if (!(fabs(used - p.meta.rate) <= 1e-3 * p.meta.rate))
 			p.meta.rate = used;

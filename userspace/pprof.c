@@ -16,7 +16,7 @@
 #include "profile.pb-c.h"
 
 /* Sample types, two per view (objects, bytes), in the order of the views. */
-static const char *const type_names[N_OUT_VIEWS][2] = {
+static const char *const type_names[MEMPROF_N_VIEWS][2] = {
     {"alloc_objects", "alloc_space"},
     {"inuse_objects", "inuse_space"},
     {"promoted_objects", "promoted_space"},
@@ -312,11 +312,11 @@ static int build(struct builder *b, const struct profile *p)
 	if (!pb->string_table)
 		return -1;
 	pb->string_table[pb->n_string_table++] = ""; /* index 0 */
-	pb->sample_type = calloc(2 * N_OUT_VIEWS, sizeof(*pb->sample_type));
+	pb->sample_type = calloc(2 * MEMPROF_N_VIEWS, sizeof(*pb->sample_type));
 	pb->period_type = calloc(1, sizeof(*pb->period_type));
 	if (!pb->sample_type || !pb->period_type)
 		return -1;
-	for (int v = 0; v < N_OUT_VIEWS; v++)
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
 		for (int k = 0; k < 2; k++) {
 			Pprof__ValueType *vt = calloc(1, sizeof(*vt));
 
@@ -361,15 +361,15 @@ static int build(struct builder *b, const struct profile *p)
 		if (!smp)
 			return -1;
 		pprof__sample__init(smp);
-		smp->value = calloc(2 * N_OUT_VIEWS, sizeof(*smp->value));
+		smp->value = calloc(2 * MEMPROF_N_VIEWS, sizeof(*smp->value));
 		smp->location_id = calloc(s->n_frames ? s->n_frames : 1, sizeof(uint64_t));
 		if (!smp->value || !smp->location_id)
 			return -1;
-		for (int v = 0; v < N_OUT_VIEWS; v++) {
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			smp->value[2 * v] = llround(s->objects[v]);
 			smp->value[2 * v + 1] = s->bytes[v];
 		}
-		smp->n_value = 2 * N_OUT_VIEWS;
+		smp->n_value = 2 * MEMPROF_N_VIEWS;
 		for (size_t f = 0; f < s->n_frames; f++)
 			smp->location_id[smp->n_location_id++] = location_id(b, s->frames[f]);
 		if (!s->n_frames) {

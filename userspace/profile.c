@@ -5,10 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Aggregate behind each output view. */
-static const enum memprof_view agg_of[N_OUT_VIEWS] = {
-    MEMPROF_VIEW_ALLOC, MEMPROF_VIEW_LIVE, MEMPROF_VIEW_PROMOTED, MEMPROF_VIEW_FREED_YOUNG};
-
 int profile_build(struct profile *p, const struct memprof_stack *stacks,
 		  const struct memprof_stack_agg *aggs, uint32_t n, struct dsym *dsym,
 		  const struct profile_meta *meta)
@@ -25,11 +21,11 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 		uint32_t depth = st->len > MEMPROF_STACK_DEPTH ? MEMPROF_STACK_DEPTH : st->len;
 		int any = 0;
 
-		for (int v = 0; v < N_OUT_VIEWS; v++) {
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			/* Live is raised and lowered concurrently: read it as signed. */
-			s->bytes[v] = (int64_t)aggs[id].bytes[agg_of[v]];
-			s->samples[v] = (int64_t)aggs[id].samples[agg_of[v]];
-			s->objects[v] = (double)(int64_t)aggs[id].objects_q16[agg_of[v]] / 65536.0;
+			s->bytes[v] = (int64_t)aggs[id].bytes[v];
+			s->samples[v] = (int64_t)aggs[id].samples[v];
+			s->objects[v] = (double)(int64_t)aggs[id].objects_q16[v] / 65536.0;
 			if (s->bytes[v] <= 0 || s->samples[v] <= 0)
 				s->bytes[v] = s->samples[v] = 0, s->objects[v] = 0;
 			any |= s->bytes[v] > 0;
@@ -45,7 +41,7 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 				return -1;
 		}
 		s->n_frames = depth;
-		for (int v = 0; v < N_OUT_VIEWS; v++) {
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			p->total_bytes[v] += s->bytes[v];
 			p->total_samples[v] += s->samples[v];
 			p->total_objects[v] += s->objects[v];

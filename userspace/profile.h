@@ -19,9 +19,9 @@ struct profile_stack {
 	/* Frames innermost first (NULL entries never); n_frames 0: stack unknown. */
 	const struct dsym_frame **frames;
 	size_t n_frames;
-	int64_t samples[N_OUT_VIEWS]; /* samples behind each view (sum of n_samples) */
-	int64_t bytes[N_OUT_VIEWS];   /* estimated bytes */
-	double objects[N_OUT_VIEWS];  /* estimated objects */
+	int64_t samples[MEMPROF_N_VIEWS]; /* samples behind each view (sum of n_samples) */
+	int64_t bytes[MEMPROF_N_VIEWS];	  /* estimated bytes */
+	double objects[MEMPROF_N_VIEWS];  /* estimated objects */
 };
 
 struct profile_meta {
@@ -29,8 +29,8 @@ struct profile_meta {
 	double rate;	 /* rate in force (per word), 0 if unknown */
 	int64_t time_ns; /* wall-clock start of the collection */
 	int64_t duration_ns;
-	enum output_view view; /* the view of single-view formats */
-	int verbose;	       /* text: also per stack */
+	enum memprof_view view; /* the view of single-view formats */
+	int verbose;		/* text: also per stack */
 };
 
 struct profile {
@@ -38,8 +38,8 @@ struct profile {
 	struct dsym *dsym;
 	struct profile_stack *stacks; /* only stacks with some weight */
 	size_t n_stacks;
-	int64_t total_samples[N_OUT_VIEWS], total_bytes[N_OUT_VIEWS];
-	double total_objects[N_OUT_VIEWS];
+	int64_t total_samples[MEMPROF_N_VIEWS], total_bytes[MEMPROF_N_VIEWS];
+	double total_objects[MEMPROF_N_VIEWS];
 };
 
 /*

@@ -1,5 +1,6 @@
 /* Return address -> frame name, with a per-path cache of ELF images. */
 #include "symbolize.h"
+#include "ocaml_names.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -117,9 +118,9 @@ void symbolizer_frame(struct symbolizer *sym, uint64_t pc, char *buf, size_t len
 		vaddr = addr - elf_image_bias(img, r->start, r->offset);
 		s = elf_image_lookup(img, vaddr);
 	}
-	if (s)
-		snprintf(buf, len, "%s", s->name);
-	else
+	if (!s)
 		snprintf(buf, len, "%s+0x%" PRIx64, base, vaddr);
+	else if (!ocaml_name(s->name, buf, len))
+		snprintf(buf, len, "%s", s->name);
 	sanitize(buf);
 }

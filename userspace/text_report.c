@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const view_meaning[N_OUT_VIEWS] = {
+static const char *const view_meaning[MEMPROF_N_VIEWS] = {
     "every sampled allocation",
     "blocks still alive when tracing stopped",
     "blocks that survived a minor collection",
@@ -187,10 +187,11 @@ int text_report_write(FILE *out, const struct profile *p)
 	fprintf(out, ", %.1f s\n", (double)p->meta.duration_ns * 1e-9);
 	fprintf(out, "Estimates from samples; each [95%% interval] is the Poisson interval of its "
 		     "sample count, scaled.\n");
-	for (int v = 0; v < N_OUT_VIEWS; v++) {
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 		human_bytes(b, sizeof(b), (double)p->total_bytes[v]);
-		fprintf(out, "\n== %s (%s): %s, %.0f objects, %lld samples\n", output_view_names[v],
-			view_meaning[v], b, p->total_objects[v], (long long)p->total_samples[v]);
+		fprintf(out, "\n== %s (%s): %s, %.0f objects, %lld samples\n",
+			memprof_view_names[v], view_meaning[v], b, p->total_objects[v],
+			(long long)p->total_samples[v]);
 		fprintf(out, "-- by site\n");
 		if (print_table(out, p, v, 0))
 			return -1;

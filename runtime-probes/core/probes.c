@@ -6,47 +6,10 @@
  * blocks tracked only for the tracer.
  */
 #include <math.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "core.h"
 #include "memprof_probes.h"
-
-#define _SDT_HAS_SEMAPHORES 1
-#include <sys/sdt.h>
-
-#if defined(__x86_64__)
-/*
- * Probe sites are 5-byte nops, not the 1-byte nop of <sys/sdt.h>.  A kernel
- * with the uprobe syscall (6.18 here) rewrites a uprobe on a 5-byte nop,
- * after its first hit, into a call to its [uprobes-trampoline], which skips
- * the int3 trap: one hit with a BPF program attached went from ~780 ns to
- * ~435 ns on this machine.  Older kernels trap on it as on any nop.
- *
- * That call and the trampoline push 32 bytes below the stack pointer, into
- * the red zone, where a leaf function may keep live data.  So each site moves
- * the stack pointer past the red zone around its nop (lea leaves the flags
- * alone), and the probe arguments are registers or constants only: an
- * operand relative to %rsp would be read 128 bytes off.  The leas sit inside
- * the semaphore-guarded block, so a detached site still costs one load and
- * one branch.  The bytes are spelled out because a comma cannot pass through
- * the macros of <sys/sdt.h>.
- */
-/* clang-format off */
-/* lea -128(%rsp), %rsp */
-#define PROBE_SITE_SKIP_RED_ZONE .byte 0x48; .byte 0x8d; .byte 0x64; .byte 0x24; .byte 0x80
-/* nopl 0x0(%rax,%rax,1): the 5-byte nop the kernel optimizes */
-#define PROBE_SITE_NOP5 .byte 0x0f; .byte 0x1f; .byte 0x44; .byte 0x00; .byte 0x00
-/* lea 128(%rsp), %rsp */
-#define PROBE_SITE_RESTORE_RED_ZONE \
-	.byte 0x48; .byte 0x8d; .byte 0xa4; .byte 0x24; .byte 0x80; .byte 0x00; .byte 0x00; .byte 0x00
-/* <sys/sdt.h> writes "990:" before the nop; the note takes the last 990, the nop5. */
-#undef _SDT_NOP
-#define _SDT_NOP PROBE_SITE_SKIP_RED_ZONE; 990: PROBE_SITE_NOP5; PROBE_SITE_RESTORE_RED_ZONE
-#undef STAP_SDT_ARG_CONSTRAINT
-#define STAP_SDT_ARG_CONSTRAINT nr
-/* clang-format on */
-#endif
+#include "memprof_probe_site.h"
 
 /* The kernel increments these (uprobe ref_ctr_offset) while a probe is attached. */
 unsigned short memprof_sample_semaphore __attribute__((section(".probes"), used));
@@ -62,56 +25,7 @@ __attribute__((used, visibility("default"))) struct memprof_probe_control mempro
 /* Mirror of memprof_core.tracer_on, read without the lock by probe_poll. */
 static atomic_int tracer_seen;
 
-/*
- * Forks.  A child inherits the parent's text, where the kernel may have
- * rewritten an optimized site into a call to the trampoline, but not the
- * trampoline mapping (6.18): such a child would jump to an unmapped page.
- * So a process hits its sites only while they are armed: a page that fork
- * wipes (MADV_WIPEONFORK) holds PROBE_SITES_ARMED in the process that set
- * it up, and 0 in any child, however it was forked.  The atfork child
- * handler arms a child again when no semaphore was raised at the fork (no
- * site can have been rewritten for a tracer).  A child forked while traced
- * stays disarmed: its probes do not fire and probe_poll sees no tracer,
- * as with int3 sites, whose semaphores the kernel lowered in the child.
- * The page is set up at the first raised semaphore, before any site is hit;
- * if it cannot be, the sites stay disarmed.  All of this is behind the
- * semaphores: a detached site still costs one load and one branch.
- */
-#define PROBE_SITES_ARMED 1u
-
-static _Atomic(volatile uint32_t *) probe_arm_page;
-
-static volatile uint32_t *probe_arm_page_setup(void)
-{
-	long size = sysconf(_SC_PAGESIZE);
-	void *p =
-	    mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	volatile uint32_t *expected = NULL;
-
-	if (p == MAP_FAILED)
-		return NULL;
-	if (madvise(p, (size_t)size, MADV_WIPEONFORK) != 0) {
-		munmap(p, (size_t)size);
-		return NULL;
-	}
-	*(volatile uint32_t *)p = PROBE_SITES_ARMED;
-	if (!atomic_compare_exchange_strong(&probe_arm_page, &expected, (volatile uint32_t *)p)) {
-		munmap(p, (size_t)size);
-		return expected;
-	}
-	return p;
-}
-
-/* Called only once a semaphore is seen raised. */
-static int probe_sites_armed(void)
-{
-	volatile uint32_t *page = atomic_load_explicit(&probe_arm_page, memory_order_acquire);
-
-	if (!page)
-		page = probe_arm_page_setup();
-	return page && *page == PROBE_SITES_ARMED;
-}
-
+/* Sites fire only while armed (memprof_probe_site.h says why). */
 static int probe_any_semaphore_up(void)
 {
 	return SEMAPHORE_UP(memprof_sample_semaphore) || SEMAPHORE_UP(memprof_promote_semaphore) ||
@@ -120,10 +34,7 @@ static int probe_any_semaphore_up(void)
 
 static void probe_fork_child(void)
 {
-	volatile uint32_t *page = atomic_load_explicit(&probe_arm_page, memory_order_acquire);
-
-	if (page && !probe_any_semaphore_up())
-		*page = PROBE_SITES_ARMED;
+	probe_sites_fork_child(probe_any_semaphore_up());
 }
 
 __attribute__((constructor)) static void probe_sites_init(void)

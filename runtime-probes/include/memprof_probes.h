@@ -4,7 +4,7 @@
  * collector.  Each sits behind its USDT semaphore: while no tracer is
  * attached a call costs one load and one branch.  On x86-64 the sites are
  * 5-byte nops, which a kernel with the uprobe syscall turns into a call to
- * its trampoline (core/probes.c says why and at what price).  A child
+ * its trampoline (memprof_probe_site.h says why and at what price).  A child
  * forked while its parent is traced does not fire them.
  */
 #ifndef MEMPROF_PROBES_H

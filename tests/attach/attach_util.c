@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,6 @@
 #include "target.h"
 
 #define STATS_PREFIX "memprof-bpf: stats:"
-#define BOUND_SIGMAS 5.7
 #define MAX_ARGS 32
 
 #define MAX_TMPDIRS 16
@@ -236,46 +234,19 @@ int site_table_read_lines(const char *path, struct site_table *t)
 	return 0;
 }
 
-char *file_read(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc(n + 1);
-	if (buf && fread(buf, 1, n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 long long loader_stat(const char *err_path, const char *key)
 {
-	char *text = file_read(err_path), *p, pat[64];
-	long long v = -1;
+	char *text = read_file(err_path), *p = text ? strstr(text, STATS_PREFIX) : NULL;
+	double v;
+	int rc = p ? text_value(p, key, &v) : -1;
 
-	if (!text)
-		return -1;
-	p = strstr(text, STATS_PREFIX);
-	snprintf(pat, sizeof(pat), " %s ", key);
-	if (p && (p = strstr(p, pat)))
-		v = atoll(p + strlen(pat));
 	free(text);
-	return v;
+	return rc ? -1 : (long long)v;
 }
 
 int file_lines(const char *path)
 {
-	char *text = file_read(path);
+	char *text = read_file(path);
 	int n = 0;
 
 	if (!text)
@@ -288,7 +259,7 @@ int file_lines(const char *path)
 
 int file_contains(const char *path, const char *needle)
 {
-	char *text = file_read(path);
+	char *text = read_file(path);
 	int found = text && strstr(text, needle);
 
 	free(text);
@@ -307,13 +278,6 @@ int target_control(pid_t pid, struct memprof_probe_control *out)
 	target_free(&t);
 	symbolizer_free(sym);
 	return rc;
-}
-
-int within_bounds(double samples, double words, double rate)
-{
-	double mean = words * rate, sd = sqrt(words * rate * (1 - rate));
-
-	return fabs(samples - mean) <= BOUND_SIGMAS * sd;
 }
 
 int wait_text(const char *path, const char *needle, double timeout_s)

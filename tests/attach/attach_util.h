@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "testlib.h"
+
 #define LOADER_BIN "build/memprof-bpf"
 #define TRIGGER_BIN "build/tests/attach/progs/trigger"
 #define TRIGGER_SO_BIN "build/tests/attach/progs/trigger-so"
@@ -54,19 +56,15 @@ long long site_value(const struct site_table *t, const char *name, int col);
 
 /* Value of key in the loader's "memprof-bpf: stats:" line, or -1. */
 long long loader_stat(const char *err_path, const char *key);
-/* Lines in a file; 1 if it contains needle, else 0. */
+/* Lines in a file (-1 if unreadable); file_contains: 1 if it holds needle.
+ * Whole files: read_file (testlib.h). */
 int file_lines(const char *path);
 int file_contains(const char *path, const char *needle);
 /* Wait until path contains needle (0) or timeout_s pass (-1). */
 int wait_text(const char *path, const char *needle, double timeout_s);
-/* Whole file, malloc'ed (NULL on error). */
-char *file_read(const char *path);
 
 /* Read the control block of pid (finds memprof_probe_control). 0 or -1. */
 struct memprof_probe_control;
 int target_control(pid_t pid, struct memprof_probe_control *out);
-
-/* |x - mean| <= 5.7 sigma for a Binomial(words, rate) sample count. */
-int within_bounds(double samples, double words, double rate);
 
 #endif

@@ -16,6 +16,7 @@
 #include <linux/types.h>
 #include "memprof_probe_abi.h"
 #include "attach_util.h"
+#include "folded.h"
 
 #define RATE_ARG "0.01"
 #define RATE 0.01
@@ -27,19 +28,17 @@
 #define ATTACHED_NOTE "memprof-bpf: attached to"
 
 enum { COL_WORDS, COL_LIVE_WORDS, COL_SAMPLED_WORDS, COL_SAMPLES, COL_EST_BYTES };
-enum { V_ALLOC, V_LIVE, V_PROMOTED, V_SHORT, N_VIEWS };
-static const char *const view_names[N_VIEWS] = {"alloc", "live", "promoted", "short"};
 
 #define N_TRIGGER_SITES 4
 static const char *const sites[N_TRIGGER_SITES] = {"site_short_lived", "site_medium_lived",
 						   "site_long_lived", "site_major_blocks"};
-/* Words per block, header included (tests/attach/trigger.c). */
+/* Words per block, header included (tests/attach/progs/trigger.c). */
 static const long long site_words[N_TRIGGER_SITES] = {5, 9, 17, 301};
 
 struct run {
 	char dir[128], err[192], out[192], views[192];
 	int rc;
-	struct site_table trigger, view[N_VIEWS];
+	struct site_table trigger, view[MEMPROF_N_VIEWS];
 };
 
 static void paths(struct run *r, const char *tag)
@@ -55,8 +54,8 @@ static void read_views(struct run *r)
 {
 	char path[256];
 
-	for (int v = 0; v < N_VIEWS; v++) {
-		snprintf(path, sizeof(path), "%s/%s.folded", r->views, view_names[v]);
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+		snprintf(path, sizeof(path), "%s/%s.folded", r->views, memprof_view_names[v]);
 		cr_assert_eq(site_table_read_folded(path, &r->view[v]), 0, "no %s", path);
 	}
 }
@@ -109,16 +108,17 @@ Test(attach_trigger, views_match_the_samples_fired_exactly)
 		int is_short = s == 0, is_long = s == 2, promoted = s == 1 || s == 2;
 
 		cr_expect_gt(est, 0, "%s: nothing sampled", sites[s]);
-		cr_expect_eq(site_value(&r.view[V_ALLOC], sites[s], 0), est, "alloc %s", sites[s]);
-		cr_expect_eq(site_value(&r.view[V_LIVE], sites[s], 0), is_long ? est : 0, "live %s",
+		cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_ALLOC], sites[s], 0), est, "alloc %s",
 			     sites[s]);
-		cr_expect_eq(site_value(&r.view[V_PROMOTED], sites[s], 0), promoted ? est : 0,
-			     "promoted %s", sites[s]);
-		cr_expect_eq(site_value(&r.view[V_SHORT], sites[s], 0), is_short ? est : 0,
-			     "short %s", sites[s]);
+		cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_LIVE], sites[s], 0), is_long ? est : 0,
+			     "live %s", sites[s]);
+		cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_PROMOTED], sites[s], 0),
+			     promoted ? est : 0, "promoted %s", sites[s]);
+		cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_SHORT], sites[s], 0),
+			     is_short ? est : 0, "short %s", sites[s]);
 	}
 	/* Exactly the sites, each under main: symbolized from .symtab. */
-	cr_expect_eq(r.view[V_ALLOC].n, N_TRIGGER_SITES);
+	cr_expect_eq(r.view[MEMPROF_VIEW_ALLOC].n, N_TRIGGER_SITES);
 	cr_expect_gt(loader_stat(r.err, "live_blocks"), 0, "no live blocks kept in userspace");
 	{
 		char path[256];
@@ -136,19 +136,24 @@ Test(attach_trigger, views_match_the_allocation_distribution)
 	cr_assert_eq(r.rc, 0);
 	for (int s = 0; s < N_TRIGGER_SITES; s++) {
 		double words = (double)ITERS * site_words[s];
-		double n = site_value(&r.view[V_ALLOC], sites[s], 0) / (double)BYTES_PER_SAMPLE;
+		double n =
+		    site_value(&r.view[MEMPROF_VIEW_ALLOC], sites[s], 0) / (double)BYTES_PER_SAMPLE;
 
-		cr_expect(within_bounds(n, words, RATE), "alloc %s: %.0f samples for %.0f words",
+		cr_expect(within_binomial(n, words, RATE), "alloc %s: %.0f samples for %.0f words",
 			  sites[s], n, words);
 	}
 	/* Short-lived blocks all die young; long-lived ones all stay live. */
-	cr_expect(within_bounds(site_value(&r.view[V_SHORT], sites[0], 0) / BYTES_PER_SAMPLE,
-				(double)ITERS * site_words[0], RATE));
-	cr_expect(within_bounds(site_value(&r.view[V_LIVE], sites[2], 0) / BYTES_PER_SAMPLE,
-				(double)ITERS * site_words[2], RATE));
-	cr_expect(within_bounds(site_value(&r.view[V_PROMOTED], sites[1], 0) / BYTES_PER_SAMPLE,
-				(double)ITERS * site_words[1], RATE));
-	cr_expect_eq(site_value(&r.view[V_PROMOTED], sites[3], 0), 0, "born-major promoted");
+	cr_expect(
+	    within_binomial(site_value(&r.view[MEMPROF_VIEW_SHORT], sites[0], 0) / BYTES_PER_SAMPLE,
+			    (double)ITERS * site_words[0], RATE));
+	cr_expect(
+	    within_binomial(site_value(&r.view[MEMPROF_VIEW_LIVE], sites[2], 0) / BYTES_PER_SAMPLE,
+			    (double)ITERS * site_words[2], RATE));
+	cr_expect(within_binomial(site_value(&r.view[MEMPROF_VIEW_PROMOTED], sites[1], 0) /
+				      BYTES_PER_SAMPLE,
+				  (double)ITERS * site_words[1], RATE));
+	cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_PROMOTED], sites[3], 0), 0,
+		     "born-major promoted");
 }
 
 Test(attach_trigger, two_tracers_on_one_process_both_see_everything)
@@ -184,17 +189,18 @@ Test(attach_trigger, two_tracers_on_one_process_both_see_everything)
 	cr_assert_eq(site_table_read_lines(r.out, &r.trigger), 0);
 	assert_invariants(r.err);
 	assert_invariants(err2);
-	for (int v = 0; v < N_VIEWS; v++) {
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 		char p1[512], p2[512];
 
-		snprintf(p1, sizeof(p1), "%s/%s.folded", r.views, view_names[v]);
-		snprintf(p2, sizeof(p2), "%s/%s.folded", views2, view_names[v]);
+		snprintf(p1, sizeof(p1), "%s/%s.folded", r.views, memprof_view_names[v]);
+		snprintf(p2, sizeof(p2), "%s/%s.folded", views2, memprof_view_names[v]);
 		site_table_read_folded(p1, &a);
 		site_table_read_folded(p2, &b);
 		for (int s = 0; s < N_TRIGGER_SITES; s++) {
 			cr_expect_eq(site_value(&a, sites[s], 0), site_value(&b, sites[s], 0),
-				     "%s %s differs between tracers", view_names[v], sites[s]);
-			if (v == V_ALLOC)
+				     "%s %s differs between tracers", memprof_view_names[v],
+				     sites[s]);
+			if (v == MEMPROF_VIEW_ALLOC)
 				cr_expect_eq(site_value(&a, sites[s], 0),
 					     site_value(&r.trigger, sites[s], COL_EST_BYTES));
 		}
@@ -261,7 +267,7 @@ Test(attach_trigger, probes_in_a_shared_library)
 	cr_assert_eq(r.rc, 0);
 	assert_invariants(r.err);
 	for (int s = 0; s < N_TRIGGER_SITES; s++)
-		cr_expect_eq(site_value(&r.view[V_ALLOC], sites[s], 0),
+		cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_ALLOC], sites[s], 0),
 			     site_value(&r.trigger, sites[s], COL_EST_BYTES), "alloc %s", sites[s]);
 	/* main in the executable, the rest in the .so: both symbolized. */
 	snprintf(path, sizeof(path), "%s/alloc.folded", r.views);
@@ -279,10 +285,21 @@ Test(attach_trigger, a_full_block_map_is_reported)
 	cr_expect(file_contains(r.err, "block map full"), "no note on the full map");
 	/* Blocks that found no room still count where they were allocated. */
 	for (int s = 0; s < N_TRIGGER_SITES; s++)
-		cr_expect_eq(site_value(&r.view[V_ALLOC], sites[s], 0),
+		cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_ALLOC], sites[s], 0),
 			     site_value(&r.trigger, sites[s], COL_EST_BYTES), "alloc %s", sites[s]);
-	cr_expect_lt(site_value(&r.view[V_LIVE], "site_long_lived", 0),
+	cr_expect_lt(site_value(&r.view[MEMPROF_VIEW_LIVE], "site_long_lived", 0),
 		     site_value(&r.trigger, "site_long_lived", COL_EST_BYTES));
+	/*
+	 * Only long-lived blocks never die: they end up holding every slot of
+	 * the map, and the live view is exactly them, at least one sample each.
+	 */
+	cr_expect_eq(loader_stat(r.err, "live_blocks"), 64);
+	for (int s = 0; s < N_TRIGGER_SITES; s++)
+		if (strcmp(sites[s], "site_long_lived"))
+			cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_LIVE], sites[s], 0), 0,
+				     "live %s", sites[s]);
+	cr_expect_geq(site_value(&r.view[MEMPROF_VIEW_LIVE], "site_long_lived", 0),
+		      64 * BYTES_PER_SAMPLE);
 }
 
 Test(attach_trigger, one_tracer_leaving_does_not_stop_the_other)

@@ -8,13 +8,12 @@
 
 #include "memprof.h"
 #include "memprof_host.h"
+#include "testlib.h"
 #include "toy_host.h"
-
-#define SIGMAS 5.7
 
 static void expect_within(double got, double mean, double var, double n, const char *what)
 {
-	double bound = SIGMAS * sqrt(var / n);
+	double bound = TEST_SIGMAS * sqrt(var / n);
 	cr_expect(fabs(got - mean) <= bound, "%s: mean %.6g, expected %.6g +- %.3g", what, got,
 		  mean, bound);
 }

@@ -17,8 +17,7 @@
 #define SOURCE "tests/output/progs/known_sites.c"
 #define N_SITES 3
 
-static const char *const sites[N_SITES] = {"site_kept_small", "site_kept_large",
-					   "site_temporary"};
+static const char *const sites[N_SITES] = {"site_kept_small", "site_kept_large", "site_temporary"};
 /* Exact words of each site (known_sites.c): 20000 x 25, 2000 x 500, 100000 x 15. */
 static const double words[N_SITES] = {500000, 1000000, 1500000};
 static const int kept[N_SITES] = {1, 1, 0};
@@ -40,8 +39,8 @@ static char *pprof(const char *args, const char *file)
 {
 	char cmd[1024];
 
-	snprintf(cmd, sizeof(cmd),
-		 "HOME=/tmp PPROF_TMPDIR=/tmp go tool pprof %s '%s' 2>/dev/null", args, file);
+	snprintf(cmd, sizeof(cmd), "HOME=/tmp PPROF_TMPDIR=/tmp go tool pprof %s '%s' 2>/dev/null",
+		 args, file);
 	return out_command(cmd);
 }
 
@@ -66,8 +65,8 @@ static void check_shares(const char *top, int live_only)
 			continue;
 		p = words[s] / total_words;
 		sd = sqrt(total * p * (1 - p));
-		cr_expect(fabs(n[s] - total * p) <= SIGMAS * sd, "%s: %.0f samples, expected %.1f +- %.1f",
-			  sites[s], n[s], total * p, sd);
+		cr_expect(fabs(n[s] - total * p) <= SIGMAS * sd,
+			  "%s: %.0f samples, expected %.1f +- %.1f", sites[s], n[s], total * p, sd);
 	}
 }
 

@@ -56,8 +56,10 @@ static void check_view(const char *report, const char *view, int want_even, int 
 		objects = strtod(p, (char **)&p);
 		olo = strtod(strchr(p, '[') + 1, (char **)&p);
 		ohi = strtod(strchr(p, ',') + 1, (char **)&p);
-		cr_assert(!isnan(bytes) && !isnan(lo) && !isnan(hi), "unparsable row: %.200s", l + 1);
-		cr_expect(lo <= bytes && bytes <= hi, "estimate outside its interval: %.200s", l + 1);
+		cr_assert(!isnan(bytes) && !isnan(lo) && !isnan(hi), "unparsable row: %.200s",
+			  l + 1);
+		cr_expect(lo <= bytes && bytes <= hi, "estimate outside its interval: %.200s",
+			  l + 1);
 		cr_expect(olo <= objects && objects <= ohi, "objects outside: %.200s", l + 1);
 		cr_expect((i % 2 == 0 && want_even) || (i % 2 == 1 && want_odd),
 			  "site_%03d in the %s view", i, view);
@@ -112,7 +114,7 @@ Test(output_text, verbose_adds_stacks)
 	cr_assert(report);
 	cr_expect(strstr(report, "-- by stack"));
 	cr_expect(strstr(report, ";run_requests;site_kept_small\n") &&
-		  strstr(report, ";run_batch;site_kept_small\n"),
+		      strstr(report, ";run_batch;site_kept_small\n"),
 		  "%s", report);
 	free(report);
 }

@@ -150,13 +150,6 @@ int wait_nonempty_file(const char *path, int timeout_s)
 	return -1;
 }
 
-char *read_file(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-
-	return fd < 0 ? NULL : slurp(fd);
-}
-
 void run_program(const char *const argv[], const char *const env[], int preload,
 		 struct run_result *r)
 {

@@ -3,12 +3,15 @@
  * build/libmemprof-preload.so and read what it printed.
  *
  * The helper programs (tests/preload/progs/) print "key=value" lines; the
- * tests look values up by key.
+ * tests look values up by key.  Files are read with testlib.h's read_file.
  */
 #ifndef PRELOAD_HARNESS_H
 #define PRELOAD_HARNESS_H
 
 #include <stddef.h>
+#include <sys/types.h>
+
+#include "testlib.h" /* read_file, the statistical bounds */
 
 struct run_result {
 	int status; /* wait status */
@@ -36,9 +39,6 @@ long long result_num(const struct run_result *r, const char *key);
 /* Same, NULL if absent. */
 const char *result_str(const struct run_result *r, const char *key);
 
-#endif
-
-#include <sys/types.h>
 /* Start argv like run_program, stdout and stderr to files; returns its pid. */
 pid_t spawn_program(const char *const argv[], const char *const env[], int preload,
 		    const char *out_path, const char *err_path);
@@ -46,5 +46,5 @@ pid_t spawn_program(const char *const argv[], const char *const env[], int prelo
 int wait_program(pid_t pid);
 /* Wait (at most timeout_s seconds) until path exists and is not empty. */
 int wait_nonempty_file(const char *path, int timeout_s);
-/* A whole file, malloc'd, NUL-terminated (NULL if unreadable). */
-char *read_file(const char *path);
+
+#endif

@@ -6,13 +6,15 @@
  * attaching to the child of a preloaded process.
  */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/types.h>
+#include "memprof_maps.h"
 
 #include "harness.h"
 
@@ -21,14 +23,12 @@
 /* Bytes one sample stands for at rate 0.001: 8 * round(65536 / 0.001) >> 16. */
 #define BYTES_PER_SAMPLE 8000.0
 #define ROUNDS "16384"
-#define SIGMAS 5.7
 #define READY_TIMEOUT_S 30
 
 enum { SHORT, LONG, MAJOR, MEDIUM, N_SITES };
 static const char *const site_names[N_SITES] = {"site_short_lived", "site_long_lived",
 						"site_major_blocks", "site_medium_lived"};
-enum { V_ALLOC, V_LIVE, V_PROMOTED, V_SHORT, N_VIEWS };
-static const char *const view_names[N_VIEWS] = {"alloc", "live", "promoted", "short"};
+static const char *const view_names[MEMPROF_N_VIEWS] = MEMPROF_VIEW_NAMES;
 
 /* Bytes of a folded file by innermost site_ frame (the allocating site). */
 static void folded_by_site(const char *path, double bytes[N_SITES])
@@ -52,7 +52,7 @@ static void folded_by_site(const char *path, double bytes[N_SITES])
 	free(text);
 }
 
-/* The program's own count of words by site ("site NAME words W ..."). */
+/* The program's own count of words by site ("site NAME words W live_words L"). */
 static void program_words(const char *path, double words[N_SITES], double live[N_SITES])
 {
 	char *text = read_file(path);
@@ -60,13 +60,13 @@ static void program_words(const char *path, double words[N_SITES], double live[N
 	cr_assert_not_null(text);
 	for (int s = 0; s < N_SITES; s++) {
 		char key[96];
-		snprintf(key, sizeof(key), "site %s words ", site_names[s]);
-		char *p = strstr(text, key);
-		cr_assert_not_null(p, "no %s in %s", site_names[s], path);
-		words[s] = strtod(p + strlen(key), &p);
-		p = strstr(p, "live_words ");
-		cr_assert_not_null(p);
-		live[s] = strtod(p + strlen("live_words "), NULL);
+		const char *line;
+
+		snprintf(key, sizeof(key), "site %s words", site_names[s]);
+		cr_assert_eq(text_value(text, key, &words[s]), 0, "no %s in %s", key, path);
+		line = strstr(text, key);
+		cr_assert_eq(text_value(line, "live_words", &live[s]), 0, "no live_words for %s",
+			     site_names[s]);
 	}
 	free(text);
 }
@@ -77,7 +77,7 @@ static void attach_and_check(enum mode mode)
 {
 	char dir[] = "/tmp/preload-attach-XXXXXX";
 	char ready[64], out[64], err[64], lerr[64], views[64], path[96];
-	double words[N_SITES], live[N_SITES], view[N_VIEWS][N_SITES];
+	double words[N_SITES], live[N_SITES], view[MEMPROF_N_VIEWS][N_SITES];
 	struct stat st;
 
 	cr_assert(stat(LOADER, &st) == 0, "%s is not built", LOADER);
@@ -124,7 +124,7 @@ static void attach_and_check(enum mode mode)
 		cr_assert_not_null(strstr(text, "child_rate=0\n"), "%s", text);
 		free(text);
 	}
-	for (int v = 0; v < N_VIEWS; v++) {
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 		snprintf(path, sizeof(path), "%s/%s.folded", views, view_names[v]);
 		folded_by_site(path, view[v]);
 	}
@@ -133,33 +133,38 @@ static void attach_and_check(enum mode mode)
 	double total_words = 0, total_n = 0;
 	for (int s = 0; s < N_SITES; s++) {
 		total_words += words[s];
-		total_n += view[V_ALLOC][s] / BYTES_PER_SAMPLE;
+		total_n += view[MEMPROF_VIEW_ALLOC][s] / BYTES_PER_SAMPLE;
 	}
 	cr_assert_gt(total_n, 1000, "too few samples: %.0f", total_n);
 	for (int s = 0; s < N_SITES; s++) {
 		double p = words[s] / total_words;
-		double n = view[V_ALLOC][s] / BYTES_PER_SAMPLE;
-		double sd = sqrt(total_n * p * (1 - p));
-		cr_expect(fabs(n - total_n * p) <= SIGMAS * sd,
-			  "%s: %.0f samples, expected %.1f +- %.1f", site_names[s], n, total_n * p,
-			  sd);
+		double n = view[MEMPROF_VIEW_ALLOC][s] / BYTES_PER_SAMPLE;
+		cr_expect(within_binomial(n, total_n, p), "%s: %.0f samples, expected %.1f +- %.1f",
+			  site_names[s], n, total_n * p, binomial_bound(total_n, p));
 	}
 	/* Lifetimes. Short-lived blocks die before any other allocation: young. */
-	cr_expect_eq(view[V_SHORT][SHORT], view[V_ALLOC][SHORT]);
-	cr_expect_eq(view[V_LIVE][SHORT], 0);
-	cr_expect_eq(view[V_PROMOTED][SHORT], 0);
+	cr_expect_eq(view[MEMPROF_VIEW_SHORT][SHORT], view[MEMPROF_VIEW_ALLOC][SHORT]);
+	cr_expect_eq(view[MEMPROF_VIEW_LIVE][SHORT], 0);
+	cr_expect_eq(view[MEMPROF_VIEW_PROMOTED][SHORT], 0);
 	/* Long-lived blocks are all still alive at exit. */
-	cr_expect_eq(view[V_LIVE][LONG], view[V_ALLOC][LONG]);
-	cr_expect_eq(view[V_SHORT][LONG], 0);
+	cr_expect_eq(view[MEMPROF_VIEW_LIVE][LONG], view[MEMPROF_VIEW_ALLOC][LONG]);
+	cr_expect_eq(view[MEMPROF_VIEW_SHORT][LONG], 0);
 	/* Born major: never promoted, never short. */
-	cr_expect_eq(view[V_PROMOTED][MAJOR], 0);
-	cr_expect_eq(view[V_SHORT][MAJOR], 0);
-	cr_expect_eq(view[V_LIVE][MAJOR], 0);
+	cr_expect_eq(view[MEMPROF_VIEW_PROMOTED][MAJOR], 0);
+	cr_expect_eq(view[MEMPROF_VIEW_SHORT][MAJOR], 0);
+	cr_expect_eq(view[MEMPROF_VIEW_LIVE][MAJOR], 0);
 	/* The medium ring outlives its epoch: promoted, none die young. */
-	cr_expect_gt(view[V_PROMOTED][MEDIUM], view[V_ALLOC][MEDIUM] / 2);
-	cr_expect_eq(view[V_SHORT][MEDIUM], 0);
-	cr_expect_leq(view[V_LIVE][MEDIUM], view[V_ALLOC][MEDIUM]);
-	cr_expect_gt(live[MEDIUM], 0);
+	cr_expect_gt(view[MEMPROF_VIEW_PROMOTED][MEDIUM], view[MEMPROF_VIEW_ALLOC][MEDIUM] / 2);
+	cr_expect_eq(view[MEMPROF_VIEW_SHORT][MEDIUM], 0);
+	/* Its blocks still in the ring at exit are live: given the site's
+	 * samples, each is in one of them with probability live / words. */
+	cr_assert_gt(live[MEDIUM], 0);
+	double medium_n = view[MEMPROF_VIEW_ALLOC][MEDIUM] / BYTES_PER_SAMPLE;
+	double medium_p = live[MEDIUM] / words[MEDIUM];
+	double medium_live = view[MEMPROF_VIEW_LIVE][MEDIUM] / BYTES_PER_SAMPLE;
+	cr_expect(within_binomial(medium_live, medium_n, medium_p),
+		  "medium: %.0f live samples of %.0f, expected %.1f +- %.1f", medium_live, medium_n,
+		  medium_n * medium_p, binomial_bound(medium_n, medium_p));
 
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

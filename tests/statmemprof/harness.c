@@ -1,5 +1,6 @@
 /* Shared helpers of the statmemprof scenarios: see harness.h. */
 #include "harness.h"
+#include "testlib.h"
 
 #include <criterion/criterion.h>
 #include <dlfcn.h>
@@ -37,7 +38,6 @@ void harness_settle(void)
 void harness_assert_binomial(const char *what, uint64_t observed, double trials, double p)
 {
 	double mean = trials * p;
-	double stddev = sqrt(trials * p * (1.0 - p));
 
 	if (p >= 1.0) {
 		cr_assert_eq(observed, (uint64_t)trials, "%s: %llu samples, expected exactly %.0f",
@@ -46,9 +46,9 @@ void harness_assert_binomial(const char *what, uint64_t observed, double trials,
 	}
 	cr_assert(mean > HARNESS_MIN_MEAN && trials * (1.0 - p) > HARNESS_MIN_MEAN,
 		  "%s: scenario too small for the normal approximation", what);
-	cr_assert(fabs((double)observed - mean) <= HARNESS_SIGMAS * stddev,
+	cr_assert(within_binomial((double)observed, trials, p),
 		  "%s: %llu samples, expected %.1f +- %.1f (%.1f sigma)", what,
-		  (unsigned long long)observed, mean, HARNESS_SIGMAS * stddev, HARNESS_SIGMAS);
+		  (unsigned long long)observed, mean, binomial_bound(trials, p), TEST_SIGMAS);
 }
 
 /* ---- callstacks ---- */

@@ -4,8 +4,8 @@
  * tracked block and checks the order of its callbacks, a heap array to keep
  * blocks alive, and the 5.7-sigma binomial bound.
  */
-#ifndef TESTS_CORE_HARNESS_H
-#define TESTS_CORE_HARNESS_H
+#ifndef TESTS_STATMEMPROF_HARNESS_H
+#define TESTS_STATMEMPROF_HARNESS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -15,8 +15,6 @@
 
 /* Seed of every scenario, so runs are reproducible. */
 #define HARNESS_SEED 0x5eed5eedu
-/* Width of the statistical bounds, as in OCaml's statmemprof tests. */
-#define HARNESS_SIGMAS 5.7
 /* Deadlock guard for the threaded scenarios, in seconds. */
 #define HARNESS_THREAD_TIMEOUT 60
 /* Frames asked of the core for each sample. */
@@ -30,7 +28,7 @@ void harness_teardown(void);
 /* Run the postponed callbacks; the scenario expects no error from them. */
 void harness_settle(void);
 
-/* Exact when p == 1; otherwise |observed - n p| <= 5.7 sqrt(n p (1 - p)). */
+/* Exact when p == 1; otherwise within_binomial (testlib.h: 5.7 sigma). */
 void harness_assert_binomial(const char *what, uint64_t observed, double trials, double p);
 
 /* ---- Callstacks ---- */

@@ -36,12 +36,13 @@ static size_t n_kept;
 	}
 #define SITES10(d)                                                                                 \
 	SITE(d##0)                                                                                 \
-	SITE(d##1) SITE(d##2) SITE(d##3) SITE(d##4) SITE(d##5) SITE(d##6) SITE(d##7) SITE(d##8)    \
-	    SITE(d##9)
+	SITE(d##1)                                                                                 \
+	SITE(d##2) SITE(d##3) SITE(d##4) SITE(d##5) SITE(d##6) SITE(d##7) SITE(d##8) SITE(d##9)
 #define SITES100(h)                                                                                \
 	SITES10(h##0)                                                                              \
-	SITES10(h##1) SITES10(h##2) SITES10(h##3) SITES10(h##4) SITES10(h##5) SITES10(h##6)        \
-	    SITES10(h##7) SITES10(h##8) SITES10(h##9)
+	SITES10(h##1)                                                                              \
+	SITES10(h##2) SITES10(h##3) SITES10(h##4) SITES10(h##5) SITES10(h##6) SITES10(h##7)        \
+	    SITES10(h##8) SITES10(h##9)
 SITES100(0)
 SITES100(1)
 

@@ -1,0 +1,95 @@
+/* Helpers shared by every test area: see testlib.h. */
+#include "testlib.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double binomial_bound(double n, double p)
+{
+	return TEST_SIGMAS * sqrt(n * p * (1 - p));
+}
+
+double poisson_bound(double mean)
+{
+	return TEST_SIGMAS * sqrt(mean);
+}
+
+int within_binomial(double observed, double n, double p)
+{
+	return fabs(observed - n * p) <= binomial_bound(n, p);
+}
+
+int within_poisson(double observed, double mean)
+{
+	return fabs(observed - mean) <= poisson_bound(mean);
+}
+
+char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+
+	if (!f || !buf) {
+		free(buf);
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	/* Read to the end: /proc files and pipes have no size to ask. */
+	for (;;) {
+		size_t n = fread(buf + len, 1, cap - len - 1, f);
+
+		len += n;
+		if (n == 0)
+			break;
+		if (len + 1 == cap) {
+			char *p = realloc(buf, cap * 2);
+
+			if (!p)
+				break;
+			buf = p;
+			cap *= 2;
+		}
+	}
+	if (ferror(f)) {
+		free(buf);
+		buf = NULL;
+	} else {
+		buf[len] = '\0';
+	}
+	fclose(f);
+	return buf;
+}
+
+int text_value(const char *text, const char *key, double *out)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = text; p && (p = strstr(p, key)); p++) {
+		char *end;
+		double v;
+
+		if ((p != text && !isspace((unsigned char)p[-1])) || p[klen] != ' ' ||
+		    isspace((unsigned char)p[klen + 1]))
+			continue;
+		v = strtod(p + klen + 1, &end);
+		if (end == p + klen + 1)
+			continue;
+		*out = v;
+		return 0;
+	}
+	return -1;
+}
+
+int file_value(const char *path, const char *key, double *out)
+{
+	char *text = read_file(path);
+	int rc = text ? text_value(text, key, out) : -1;
+
+	free(text);
+	return rc;
+}

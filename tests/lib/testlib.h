@@ -1,0 +1,36 @@
+/*
+ * Helpers shared by every test area (tests/lib/, linked into every test):
+ * the statistical bounds and reading what a program wrote.
+ */
+#ifndef TESTLIB_H
+#define TESTLIB_H
+
+/*
+ * Width of every statistical bound, in standard deviations, as in OCaml's
+ * statmemprof tests: with fixed seeds a correct sampler stays inside, and
+ * a biased one soon leaves.
+ */
+#define TEST_SIGMAS 5.7
+
+/* TEST_SIGMAS standard deviations of a Binomial(n, p) count. */
+double binomial_bound(double n, double p);
+/* TEST_SIGMAS standard deviations of a Poisson count of the given mean. */
+double poisson_bound(double mean);
+/* |observed - n p| <= binomial_bound(n, p) (exact when p is 0 or 1). */
+int within_binomial(double observed, double n, double p);
+/* |observed - mean| <= poisson_bound(mean). */
+int within_poisson(double observed, double mean);
+
+/* A whole file, malloc'ed and NUL-terminated; NULL if unreadable. */
+char *read_file(const char *path);
+/*
+ * The number after "KEY " in text, where KEY (which may hold spaces)
+ * starts the text or follows whitespace: "rounds 4096", or
+ * "site site_x words 80" with key "site site_x words".  0 and *out set, or
+ * -1 if no such key is followed by a number.
+ */
+int text_value(const char *text, const char *key, double *out);
+/* The same in a file; -1 also if the file cannot be read. */
+int file_value(const char *path, const char *key, double *out);
+
+#endif

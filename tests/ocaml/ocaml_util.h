@@ -1,0 +1,40 @@
+/* Helpers of the OCaml host tests: real OCaml programs, the real loader. */
+#ifndef OCAML_UTIL_H
+#define OCAML_UTIL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define OCAML_LOADER "build/memprof-bpf"
+#define OCAML_PROG(name) "build/tests/ocaml/progs/" name
+
+/* A fresh temporary directory (out gets its path). */
+void ocaml_tmpdir(char *out, size_t len);
+/* fork+exec argv (NULL-terminated), stdout and stderr to files (NULL: /dev/null). */
+pid_t ocaml_spawn(const char *const argv[], const char *out, const char *err);
+/* Exit code, or 128 + signal. */
+int ocaml_wait(pid_t pid);
+/* Start an OCaml test program writing its pid to dir/ready; returns once ready. */
+pid_t ocaml_start(const char *dir, const char *out, const char *const argv[]);
+/* Run the loader on pid for seconds at rate, all views into dir/views; exit code. */
+int ocaml_attach(pid_t pid, const char *seconds, const char *rate, const char *dir);
+
+/* Sum of the weights of a folded file's lines whose innermost frame is frame. */
+double folded_frame_sum(const char *path, const char *frame);
+/* Sum of every weight of a folded file. */
+double folded_total(const char *path);
+/* Whether some line of the file contains needle. */
+int file_has(const char *path, const char *needle);
+/* The number after "key " at the start of a line of path, or -1. */
+double file_value(const char *path, const char *key);
+/* Whole file, malloc'ed. */
+char *file_slurp(const char *path);
+
+/* The target's control block (found by ELF symbol); 0 or -1. */
+struct memprof_probe_control;
+int ocaml_control(pid_t pid, struct memprof_probe_control *out);
+
+/* |count - n p| <= 5.7 sd of Binomial(n, p). */
+int share_within_bounds(double count, double n, double p);
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * The OCaml host's life with a tracer, on real OCaml programs and the real
+ * loader: detach (and a tracer killed with -9) stops sampling within the
+ * adapter's poll period and leaves the program's output unchanged;
+ * systhreads; a program that runs Gc.Memprof itself, from the start or
+ * taking it over while traced; a stripped executable.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/types.h>
+
+#include "memprof_probe_abi.h"
+#include "ocaml_util.h"
+
+static void sleep_s(double s)
+{
+	struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+	nanosleep(&t, NULL);
+}
+
+static void paths(const char *dir, char *out, char *ready, size_t len)
+{
+	snprintf(out, len, "%s/out", dir);
+	snprintf(ready, len, "%s/ready", dir);
+}
+
+/* Sampling is off: no rate, no owner, and the sample counter stands still. */
+static void expect_stopped(pid_t pid)
+{
+	struct memprof_probe_control a, b;
+
+	cr_assert_eq(ocaml_control(pid, &a), 0, "cannot read the control block");
+	cr_expect_eq(a.active_rate, 0, "still sampling at %g", a.active_rate);
+	cr_expect_eq(a.flags, 0, "flags %u", a.flags);
+	cr_expect_gt(a.samples, 0, "nothing was ever sampled");
+	sleep_s(0.5);
+	cr_assert_eq(ocaml_control(pid, &b), 0, "cannot read the control block");
+	cr_expect_eq(a.samples, b.samples, "samples went on: %llu then %llu",
+		     (unsigned long long)a.samples, (unsigned long long)b.samples);
+}
+
+/* The output of an untraced, unpaced run of sites. */
+static char *reference_output(const char *dir, const char *iterations)
+{
+	char out[512], ready[512];
+
+	snprintf(out, sizeof(out), "%s/ref.out", dir);
+	snprintf(ready, sizeof(ready), "%s/ref.ready", dir);
+	const char *argv[] = {OCAML_PROG("sites"), iterations, ready, "0", NULL};
+	cr_assert_eq(ocaml_wait(ocaml_spawn(argv, out, NULL)), 0);
+	return file_slurp(out);
+}
+
+Test(ocaml_lifecycle, detach_stops_sampling_and_output_is_unchanged, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], *ref, *got;
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	const char *argv[] = {OCAML_PROG("sites"), "600000", ready, "3e6", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach(pid, "1.5", "1e-4", dir), 0, "the loader failed");
+	sleep_s(0.3); /* the adapter polls every 50 ms, then at the next allocation */
+	expect_stopped(pid);
+	cr_assert_eq(ocaml_wait(pid), 0);
+	ref = reference_output(dir, "600000");
+	got = file_slurp(out);
+	cr_assert(ref && got);
+	cr_expect_str_eq(got, ref, "the traced run printed something else");
+	free(ref);
+	free(got);
+}
+
+Test(ocaml_lifecycle, a_tracer_killed_with_sigkill_stops_sampling, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], spid[32], err[512], *ref, *got;
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	const char *argv[] = {OCAML_PROG("sites"), "600000", ready, "3e6", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	const char *largv[] = {OCAML_LOADER, "attach", spid, "-d", "30", "-o", "/dev/null", NULL};
+	pid_t loader = ocaml_spawn(largv, NULL, err);
+
+	sleep_s(1.5);
+	kill(loader, SIGKILL);
+	cr_expect_eq(ocaml_wait(loader), 128 + SIGKILL);
+	sleep_s(0.3);
+	expect_stopped(pid);
+	cr_assert_eq(ocaml_wait(pid), 0);
+	ref = reference_output(dir, "600000");
+	got = file_slurp(out);
+	cr_assert(ref && got);
+	cr_expect_str_eq(got, ref);
+	free(ref);
+	free(got);
+}
+
+Test(ocaml_lifecycle, systhreads_allocating_in_two_threads, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], path[600];
+	double a, b, wa, wb, ca, cb;
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	const char *argv[] = {OCAML_PROG("threads_sites"), "3", ready, NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach(pid, "1.5", "1e-5", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0);
+	/* Both threads allocate the same number of blocks: 4 and 8 words. */
+	a = file_value(out, "a");
+	b = file_value(out, "b");
+	cr_assert(a > 0 && b > 0);
+	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
+	wa = folded_frame_sum(path, "Threads_sites.alloc_a");
+	wb = folded_frame_sum(path, "Threads_sites.alloc_b");
+	ca = wa * 1e-5 / 8;
+	cb = wb * 1e-5 / 8;
+	cr_assert_gt(ca + cb, 500, "too few samples: %.0f", ca + cb);
+	cr_expect(share_within_bounds(ca, ca + cb, 4 * a / (4 * a + 8 * b)),
+		  "alloc_a: %.0f of %.0f samples", ca, ca + cb);
+}
+
+Test(ocaml_lifecycle, a_program_that_runs_gc_memprof_itself, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], path[600], err[600];
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	const char *argv[] = {OCAML_PROG("own_memprof"), "3", ready, "early", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach(pid, "1.5", "1e-4", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0);
+	cr_expect(file_has(out, "own samples yes"), "its own tracker saw nothing");
+	cr_expect_eq(file_value(out, "errors"), 0, "its own tracker got wrong data");
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	cr_expect(file_has(err, "an in-process profile is sampling at rate 0.001"),
+		  "the loader did not say who samples");
+	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
+	cr_expect_gt(folded_frame_sum(path, "Own_memprof.garbage"), 0);
+}
+
+Test(ocaml_lifecycle, a_program_starting_gc_memprof_while_traced, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], path[600];
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	/* It starts its profile at 1/3 of its run and stops it at 2/3. */
+	const char *argv[] = {OCAML_PROG("own_memprof"), "3", ready, "late", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach(pid, "2.5", "1e-4", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0, "the program failed (did Gc.Memprof.start raise?)");
+	cr_expect(file_has(out, "own samples yes"));
+	cr_expect_eq(file_value(out, "errors"), 0);
+	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
+	cr_expect_gt(folded_frame_sum(path, "Own_memprof.garbage"), 0);
+}
+
+Test(ocaml_lifecycle, a_stripped_executable, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], bin[512], cmd[1200], path[600];
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	snprintf(bin, sizeof(bin), "%s/sites-stripped", dir);
+	snprintf(cmd, sizeof(cmd), "strip -o %s %s", bin, OCAML_PROG("sites"));
+	cr_assert_eq(system(cmd), 0);
+	const char *argv[] = {bin, "400000", ready, "3e6", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach(pid, "1", "1e-4", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0);
+	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
+	cr_expect_gt(folded_total(path), 0, "nothing sampled");
+}
