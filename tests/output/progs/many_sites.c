@@ -41,8 +41,9 @@ static size_t n_kept;
 #define SITES100(h)                                                                                \
 	SITES10(h##0)                                                                              \
 	SITES10(h##1)                                                                              \
-	SITES10(h##2) SITES10(h##3) SITES10(h##4) SITES10(h##5) SITES10(h##6) SITES10(h##7)        \
-	    SITES10(h##8) SITES10(h##9)
+	SITES10(h##2)                                                                              \
+	SITES10(h##3)                                                                              \
+	SITES10(h##4) SITES10(h##5) SITES10(h##6) SITES10(h##7) SITES10(h##8) SITES10(h##9)
 SITES100(0)
 SITES100(1)
 
