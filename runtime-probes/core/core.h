@@ -43,6 +43,19 @@ extern struct core_state memprof_core;
 /* Index value meaning "no entry". */
 #define NO_INDEX SIZE_MAX
 
+/*
+ * MEMPROF_ASSERT(cond): an invariant the code relies on at this point, as
+ * OCaml's CAMLassert.  Compiled in only with -DMEMPROF_DEBUG (the sanitized
+ * build, build/san/): a false one prints "file:line: cond" and aborts.
+ * Otherwise it evaluates nothing.
+ */
+#ifdef MEMPROF_DEBUG
+#define MEMPROF_ASSERT(cond) ((cond) ? (void)0 : core_assert_failed(__FILE__, __LINE__, #cond))
+_Noreturn void core_assert_failed(const char *file, int line, const char *cond);
+#else
+#define MEMPROF_ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
+
 /* ---- per-thread state (rng.c, callbacks.c) ---- */
 /* Entries a thread holds busy: the index variables it keeps them in.  Sets
  * nest (a safe point reached inside memprof_track_young's reserve runs
@@ -64,7 +77,7 @@ struct thread_state {
 };
 extern _Thread_local struct thread_state memprof_ts;
 
-/* ---- rate in force (rate.c), readable without the lock ---- */
+/* ---- rate in force (profile.c), readable without the lock ---- */
 struct rate {
 	double lambda;	  /* samples per word, 0 when not sampling */
 	double inv_log1m; /* 1 / log(1 - lambda) (-0.0 when lambda is 1) */

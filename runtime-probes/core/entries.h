@@ -65,6 +65,7 @@ struct entries {
 	/* delete <= len.  Every deleted entry is at an index >= delete. */
 	size_t delete;
 	size_t n_deleted; /* deleted entries still in t[0, len) */
+	size_t limit;	  /* most entries the array may hold, 0: no limit (debug hook) */
 };
 
 /* New entry at the end of the table, zeroed except id; NO_INDEX on failure
@@ -94,11 +95,12 @@ void entries_mark_promoted(size_t i, memprof_value moved);
 /* Release a busy entry: clear idx_ptr, settle, note pending. */
 void entries_release(size_t i);
 
-/* Handles of malloc-style entries: id -> index (handles.c). */
+/* Handles of malloc-style entries: id -> index (handles.c).  The map holds
+ * exactly the malloc-style entries that are neither deleted nor dead. */
 int handles_put(uint64_t id, size_t idx);  /* 0, or -1 when out of memory */
 size_t handles_get(uint64_t id);	   /* NO_INDEX when absent */
-void handles_set(uint64_t id, size_t idx); /* no-op when absent */
-void handles_del(uint64_t id);
-void handles_reset(void);
+void handles_set(uint64_t id, size_t idx); /* id must be present */
+void handles_del(uint64_t id);		   /* no-op when absent */
+size_t handles_count(void);		   /* ids in the map */
 
 #endif

@@ -115,6 +115,7 @@ int memprof_stop(void)
 	}
 	memprof_core.sampling = NULL;
 	p->stopped = 1;
+	MEMPROF_ASSERT(p->refs >= 1);
 	if (--p->refs == 0)
 		free(p);
 	rate_update_locked();
