@@ -93,19 +93,23 @@ size_t rng_geometric(const struct rate *r);
 size_t rng_binomial(const struct rate *r, size_t words);
 
 /* ---- call stacks (callstack.c) ---- */
+/* Frames unwound beyond what is asked, for the profiler's own at the top
+ * (the core's, the host's entry and slow path, nested entries). */
+#define CALLSTACK_SKIP_SLACK 32
 /* A capture buffer: on the stack up to the probe maximum, else malloc'ed. */
 struct stack_buf {
-	uintptr_t local[MEMPROF_PROBE_MAX_STACK];
-	uintptr_t *buf;
-	size_t want; /* frames to capture */
-	size_t len;  /* frames captured */
+	uintptr_t local[MEMPROF_PROBE_MAX_STACK + CALLSTACK_SKIP_SLACK];
+	uintptr_t *buf; /* want + CALLSTACK_SKIP_SLACK slots */
+	size_t want;	/* frames to capture */
+	size_t len;	/* frames captured */
 };
 void stack_buf_init(struct stack_buf *sb);
 void stack_buf_free(struct stack_buf *sb);
 /*
- * Capture up to max return addresses of the host code that called the core.
- * Must be called directly from an exported core function (it skips its own
- * frame and that one).
+ * Capture up to max return addresses of the calling thread, innermost
+ * first, starting at the first frame outside the profiler's own code (the
+ * core's, and the host's own_code ranges).  buf has room for
+ * max + CALLSTACK_SKIP_SLACK addresses.  Callable from anywhere in the core.
  */
 size_t callstack_capture(uintptr_t *buf, size_t max);
 /* Frames to capture for a sample now: profile's size, or the probe maximum. */

@@ -19,8 +19,8 @@
 _Noreturn void core_assert_failed(const char *file, int line, const char *cond)
 {
 	char msg[512];
-	int n = snprintf(msg, sizeof(msg), "memprof: %s:%d: assertion failed: %s\n", file, line,
-			 cond);
+	int n =
+	    snprintf(msg, sizeof(msg), "memprof: %s:%d: assertion failed: %s\n", file, line, cond);
 
 	/* No stdio buffer (no malloc): the table may be what is broken. */
 	if (n > 0)
@@ -66,8 +66,7 @@ static const char *const invariant_text[MEMPROF_INV_COUNT] = {
     [MEMPROF_INV_PROMOTE_DONE] = "promote_done implies promoted",
     [MEMPROF_INV_DELETED_INDEX] = "a deleted entry is at an index >= delete",
     [MEMPROF_INV_DELETED_PROFILE] = "a deleted entry has no profile",
-    [MEMPROF_INV_DATA_NONE] =
-	"data is MEMPROF_NONE before the alloc callback ran and once deleted",
+    [MEMPROF_INV_DATA_NONE] = "data is MEMPROF_NONE before the alloc callback ran and once deleted",
     [MEMPROF_INV_STACK] = "stack is NULL iff stack_len is 0, stack_len <= the profile's "
 			  "callstack_size, and no stack is kept once the alloc callback ran "
 			  "or the entry is deleted",
@@ -285,8 +284,8 @@ int memprof_debug_check_report(char *msg, size_t size)
 	pthread_mutex_unlock(&memprof_core.lock);
 	if (msg && size) {
 		if (where != NO_INDEX)
-			snprintf(msg, size, "entry %zu (id %llu): %s", where, (unsigned long long)id,
-				 invariant_text[err]);
+			snprintf(msg, size, "entry %zu (id %llu): %s", where,
+				 (unsigned long long)id, invariant_text[err]);
 		else
 			snprintf(msg, size, "%s", invariant_text[err]);
 	}

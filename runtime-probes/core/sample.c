@@ -373,12 +373,10 @@ static void sample_postponed(memprof_value block, size_t wosize, size_t n_sample
 
 /*
  * One runtime sample of `words` sampled words (binomial count), recorded
- * with `size` as its size and its alloc callback postponed.  Always inlined:
- * the default unwinder skips a fixed number of the core's own frames, so
- * this helper must not add one.
+ * with `size` as its size and its alloc callback postponed.
  */
-static inline __attribute__((always_inline)) void
-track_runtime(memprof_value block, size_t size, size_t words, unsigned source, int young)
+static void track_runtime(memprof_value block, size_t size, size_t words, unsigned source,
+			  int young)
 {
 	struct rate r;
 

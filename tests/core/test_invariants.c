@@ -57,9 +57,9 @@ static void build_table(void)
 	for (size_t i = 0; i < MAJOR_BLOCKS; i++)
 		memprof_track_major((memprof_value)(0x100000 + 64 * i), 2);
 	for (size_t i = 0; i < MALLOC_BLOCKS; i++)
-		cr_assert_eq(memprof_track_malloc((memprof_value)(0x200000 + 64 * i), 4, 1, 0,
-						  &handles[i]),
-			     0);
+		cr_assert_eq(
+		    memprof_track_malloc((memprof_value)(0x200000 + 64 * i), 4, 1, 0, &handles[i]),
+		    0);
 	cr_assert_eq(toy_alloc(2, sizes, &base), 0);
 	toy_minor_gc();
 	cr_assert_eq(memprof_run_postponed(), 0);
@@ -208,8 +208,8 @@ Test(invariants, any_number_of_profiles)
 	cr_assert_eq(memprof_debug_check_report(msg, sizeof(msg)), MEMPROF_INV_OK, "%s", msg);
 	/* The sampling profile is the PROFILES-th one the check meets. */
 	cr_assert_eq(memprof_debug_corrupt(MEMPROF_INV_PROFILE_REFS), 0);
-	cr_assert_eq(memprof_debug_check_report(msg, sizeof(msg)), MEMPROF_INV_PROFILE_REFS,
-		     "%s", msg);
+	cr_assert_eq(memprof_debug_check_report(msg, sizeof(msg)), MEMPROF_INV_PROFILE_REFS, "%s",
+		     msg);
 	cr_assert_eq(memprof_debug_corrupt(MEMPROF_INV_OK), 0);
 	cr_assert_eq(memprof_stop(), 0);
 	cr_assert_eq(memprof_discard(), 0);

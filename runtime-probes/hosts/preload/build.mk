@@ -15,7 +15,7 @@ PRELOAD_SO := $(BUILD)/libmemprof-preload.so
 PRELOAD_CORE := $(BUILD)/preload/libmemprof-core.a
 PRELOAD_CORE_RENAMED := memprof_start memprof_stop memprof_discard
 PRELOAD_EXPORTS := $(PRELOAD_DIR)/exports.map
-PRELOAD_LDLIBS = $(call pkg_libs,libunwind) -ldl -lpthread -lm
+PRELOAD_LDLIBS = -ldl -lpthread -lm
 
 # Hidden by default (only PRELOAD_EXPORT functions are seen), and the
 # per-thread countdown in static TLS (no __tls_get_addr on the fast path).

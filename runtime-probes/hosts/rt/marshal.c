@@ -245,7 +245,7 @@ static int alloc_blocks(struct reader r, size_t nblocks, rt_value *blocks, size_
 	return 0;
 }
 
-static int unmarshal_blocks(const void *data, size_t len, rt_value *out)
+int rt_unmarshal(const void *data, size_t len, rt_value *out)
 {
 	struct reader r = {.p = data, .end = (const unsigned char *)data + len};
 	rt_value result = RT_UNIT;
@@ -290,14 +290,5 @@ static int unmarshal_blocks(const void *data, size_t len, rt_value *out)
 out:
 	free(blocks);
 	free(wosizes);
-	return err;
-}
-
-int rt_unmarshal(const void *data, size_t len, rt_value *out)
-{
-	int marked = RT_ENTRY_MARK();
-	int err = unmarshal_blocks(data, len, out);
-
-	rt_entry_unmark(marked);
 	return err;
 }
