@@ -2,10 +2,10 @@
  * Call stacks for samples, one strategy for every host: unwind the calling
  * thread (libunwind's unw_backtrace, local only: DWARF call frame
  * information, no frame pointers needed, no allocation, and a per-address
- * cache that makes it an order of magnitude cheaper than libgcc's
- * _Unwind_Backtrace), or take the host's capture_callstack hook if it has
- * one; then drop the frames at the top that lie in the profiler's own
- * code: the core's (its code is all in section memprof_text, see build.mk)
+ * cache that makes it much cheaper than libgcc's _Unwind_Backtrace: figures
+ * in bench/results/stack-capture.md), or take the host's capture_callstack
+ * hook if it has one; then drop the frames at the top that lie in the
+ * profiler's own code: the core's (its code is all in section memprof_text, see build.mk)
  * and the ranges the host gave in memprof_host_ops.own_code (rt: its whole
  * runtime; the malloc host: its whole shared object).  The first frame
  * kept is the return address into the program that allocated, whichever
