@@ -1,7 +1,10 @@
 /*
  * The tracked-block table: one array of entries, as in OCaml 4.11.
- * The invariants are stated in entries.c (design comment) and on each field.
- * Every function here is called with memprof_core.lock held.
+ * The invariants are stated in entries.c (design comment) and on each field;
+ * memprof_debug_check (debug.c) verifies every one of them (enum
+ * memprof_invariant in memprof_debug.h), and MEMPROF_ASSERT (core.h) marks
+ * the points that rely on them.  Every function here is called with
+ * memprof_core.lock held.
  */
 #ifndef MEMPROF_ENTRIES_H
 #define MEMPROF_ENTRIES_H
@@ -32,7 +35,8 @@ struct entry {
 	 * no callback will run any more (only probes, if traced). */
 	struct profile *prof;
 	/* Call stack for a postponed alloc callback (malloc'ed, may be NULL);
-	 * freed once the alloc callback ran.  stack_len <= prof->callstack_size. */
+	 * handed to the alloc callback when it runs, freed once deleted.  NULL
+	 * iff stack_len is 0; stack_len <= prof->callstack_size. */
 	uintptr_t *stack;
 	size_t stack_len;
 	size_t n_samples;    /* >= 1 */
