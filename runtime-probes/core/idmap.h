@@ -49,13 +49,13 @@ static inline void idmap_init(struct idmap *m, const struct idmap_allocator *all
 	*m = (struct idmap){.min_slots = min_slots, .alloc = alloc};
 }
 
-/* The 64-bit finalizer of MurmurHash3: every key bit reaches every bit. */
+/* The first round of MurmurHash3's 64-bit finalizer: the multiply carries
+ * every key bit into the high bits, the last shift brings them back into
+ * the low bits the slots use (and leaves the top ones for a user's shards). */
 static inline uint64_t idmap_mix(uint64_t key)
 {
 	key ^= key >> 33;
 	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	key *= 0xc4ceb9fe1a85ec53ull;
 	key ^= key >> 33;
 	return key;
 }
