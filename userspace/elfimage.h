@@ -12,8 +12,7 @@
 /* Bits of elf_image.probes, one per memprof probe name. */
 enum elf_probe {
 	ELF_PROBE_SAMPLE,
-	ELF_PROBE_PROMOTE,
-	ELF_PROBE_DEALLOC,
+	ELF_PROBE_EVENTS,
 	ELF_PROBE_GC,
 	ELF_N_PROBES
 };

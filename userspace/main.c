@@ -43,6 +43,7 @@ struct options {
 	enum memprof_view view;
 	double rate;
 	uint32_t max_blocks; /* 0: the default size of the block map */
+	uint32_t max_stacks; /* 0: the default size of the stack table */
 	/* Output format and symbolization (userspace/output.c). */
 	enum output_format format;
 	int no_dwarf;
@@ -53,7 +54,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view "
 		"alloc|live|promoted|short]\n"
-		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
+		"                             [--all-views DIR] [--rate R] [--max-blocks N]\n"
+		"                             [--max-stacks N] [-v]\n"
 		"                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
 		"Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
 		"call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
@@ -68,14 +70,22 @@ static void usage(FILE *f)
 		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
 		"             blocks count until the collector frees them); promoted: blocks\n"
 		"             promoted; short: blocks freed while young\n"
-		"  --rate R   sampling rate per word asked of the target (default %g)\n"
+		"  --rate R   sampling rate per word asked of the target (default %g); the\n"
+		"             malloc host samples per byte at R / 8, runtimes per word\n"
 		"  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 		"             when full, samples still count in alloc and a note reports drops\n"
+		"  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
+		"             %d: about %llu MiB of kernel memory, N stacks about N KiB); once\n"
+		"             full, a sample keeps its innermost %d frames in a second table\n"
+		"             of %d stacks, under a [stack-table-full] root, and a note counts them\n"
 		"  -v         verbose, with libbpf's own log\n"
 		"Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
 		"(no such process, no memprof probes, corrupt ELF), 3 not privileged or kernel\n"
 		"without BTF/uprobes, 4 BPF or output failure.\n",
-		MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS);
+		MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH,
+		MEMPROF_MAX_STACKS,
+		(unsigned long long)(tracer_stack_memory(MEMPROF_MAX_STACKS) >> 20),
+		MEMPROF_INNER_DEPTH, MEMPROF_INNER_STACKS);
 }
 
 static int die(int code, const char *fmt, ...)
@@ -174,6 +184,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return -1;
 			}
 			o->max_blocks = (uint32_t)n;
+		} else if (!strcmp(a, "--max-stacks")) {
+			unsigned long n = strtoul(v, &end, 10);
+
+			if (*end || *v == '-' || n < 2 || n > (1ul << 24)) {
+				die(EXIT_USAGE, "bad stack count '%s' (2 to %lu)", v, 1ul << 24);
+				return -1;
+			}
+			o->max_stacks = (uint32_t)n;
 		} else {
 			die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
 			return -1;
@@ -373,11 +391,12 @@ static void report_counters(const struct tracer *tr)
 			oldest_ns = now - tr->blocks[i].b.alloc_ns;
 	fprintf(stderr,
 		"memprof-bpf: stats: samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
-		" gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
+		" event_batches %" PRIu64 " gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
 		" duplicate_ids %" PRIu64 " dropped %" PRIu64
 		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64 "\n",
 		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
-		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
+		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES),
+		tracer_counter(tr, MEMPROF_CNT_GCS),
 		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
 		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS));
@@ -395,8 +414,23 @@ static void report_counters(const struct tracer *tr)
 			"in-process profile)\n",
 			orphans);
 	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
-		fprintf(stderr, "memprof-bpf: note: %" PRIu64 " stacks were cut to %d frames\n",
-			tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH);
+		fprintf(stderr,
+			"memprof-bpf: note: %" PRIu64 " samples had stacks deeper than %d frames: "
+			"cut to their innermost %d, under a [stack-cut] root\n",
+			tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH,
+			MEMPROF_STACK_DEPTH);
+	if (tracer_counter(tr, MEMPROF_CNT_INNER_STACKS))
+		fprintf(stderr,
+			"memprof-bpf: note: the stack table (%u stacks) was full: %" PRIu64
+			" samples kept only their innermost %d frames, under a [stack-table-full] "
+			"root (--max-stacks raises it)\n",
+			tr->max_stacks, tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
+			MEMPROF_INNER_DEPTH);
+	if (tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS))
+		fprintf(stderr,
+			"memprof-bpf: note: %" PRIu64 " promote/dealloc events were unreadable or "
+			"malformed\n",
+			tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS));
 }
 
 static int run(const struct options *o, struct symbolizer *sym)
@@ -429,7 +463,7 @@ static int run(const struct options *o, struct symbolizer *sym)
 		target_free(&t);
 		return code;
 	}
-	switch (tracer_open(&tr, o->pid, o->max_blocks, err, sizeof(err))) {
+	switch (tracer_open(&tr, o->pid, o->max_blocks, o->max_stacks, err, sizeof(err))) {
 	case TRACER_OK:
 		code = EXIT_OK;
 		break;

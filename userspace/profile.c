@@ -41,6 +41,7 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 				return -1;
 		}
 		s->n_frames = depth;
+		s->flags = st->flags;
 		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			p->total_bytes[v] += s->bytes[v];
 			p->total_samples[v] += s->samples[v];
@@ -68,9 +69,15 @@ size_t profile_stack_names(const struct profile_stack *s, const char **names, si
 		names[0] = PROFILE_UNKNOWN_STACK;
 		return 1;
 	}
+	if (max && (s->flags & (MEMPROF_STACK_F_INNER | MEMPROF_STACK_F_CUT)))
+		max--; /* room for the root marker */
 	for (size_t i = 0; i < s->n_frames; i++)
 		for (size_t j = 0; j < s->frames[i]->n_lines && n < max; j++)
 			names[n++] = s->frames[i]->lines[j].function;
+	if (s->flags & MEMPROF_STACK_F_INNER)
+		names[n++] = PROFILE_INNER_STACK;
+	else if (s->flags & MEMPROF_STACK_F_CUT)
+		names[n++] = PROFILE_CUT_STACK;
 	return n;
 }
 

@@ -23,8 +23,9 @@ struct tracer {
 	struct memprof_bpf *skel;
 	struct bpf_link **links;
 	size_t n_links;
-	const struct memprof_stack *stacks;   /* mmapped, MEMPROF_MAX_STACKS */
-	const struct memprof_stack_agg *aggs; /* mmapped, MEMPROF_MAX_STACKS */
+	const struct memprof_stack *stacks;   /* mmapped, max_stacks + MEMPROF_INNER_STACKS */
+	const struct memprof_stack_agg *aggs; /* mmapped, max_stacks + MEMPROF_INNER_STACKS */
+	uint32_t max_stacks;		      /* the stack table's size (--max-stacks) */
 	size_t stacks_bytes, aggs_bytes;
 	struct tracked_block *blocks; /* last snapshot of the blocks map */
 	size_t n_blocks, cap_blocks;
@@ -38,10 +39,13 @@ enum tracer_status {
 
 /*
  * Open and load the BPF object for pid; map the arrays.  max_blocks sizes
- * the block map (0: MEMPROF_MAX_BLOCKS).
+ * the block map (0: MEMPROF_MAX_BLOCKS), max_stacks the stack table (0:
+ * MEMPROF_MAX_STACKS; the inner table adds MEMPROF_INNER_STACKS).
  */
-enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks, char *err,
-			       size_t errlen);
+enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks,
+			       uint32_t max_stacks, char *err, size_t errlen);
+/* Kernel memory the stack maps take for max_stacks, in bytes (about). */
+uint64_t tracer_stack_memory(uint32_t max_stacks);
 /* Attach every memprof probe of every probe file of t. */
 enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char *err,
 				 size_t errlen);

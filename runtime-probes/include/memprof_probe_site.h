@@ -42,6 +42,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _SDT_HAS_SEMAPHORES 1
@@ -110,6 +111,59 @@ static inline void probe_sites_fork_child(int any_up)
 
 	if (page && !any_up)
 		*page = PROBE_SITES_ARMED;
+}
+
+/*
+ * The memprof:events buffer (memprof_probe_abi.h): promotions and deaths
+ * are queued and handed over in one probe hit per collection, epoch or
+ * full buffer.  The includer serialises the calls (its lock) and defines
+ * memprof_events_semaphore.  Nothing is queued while no tracer listens.
+ */
+extern unsigned short memprof_events_semaphore;
+
+struct probe_events {
+	uint64_t ev[MEMPROF_PROBE_EVENTS_MAX];
+	volatile uint32_t n; /* queued; read without the lock to decide on a flush */
+	uint64_t first_ns;   /* CLOCK_MONOTONIC_COARSE when the first one was queued */
+};
+
+static inline uint64_t probe_events_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Hand the queued events to the tracer (one probe hit), empty the buffer. */
+static inline void probe_events_flush(struct probe_events *b)
+{
+	uint64_t p = (uint64_t)(uintptr_t)b->ev, n = b->n;
+
+	if (n && PROBE_SEMAPHORE_UP(memprof_events_semaphore) && probe_sites_armed())
+		DTRACE_PROBE2(memprof, events, p, n);
+	b->n = 0;
+}
+
+/* Queue one event (MEMPROF_PROBE_EV_*); a full buffer is flushed. */
+static inline void probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
+{
+	uint32_t n = b->n;
+
+	if (!PROBE_SEMAPHORE_UP(memprof_events_semaphore))
+		return;
+	if (n == 0)
+		b->first_ns = probe_events_now_ns();
+	b->ev[n] = MEMPROF_PROBE_EVENT(id, what);
+	b->n = n + 1;
+	if (n + 1 == MEMPROF_PROBE_EVENTS_MAX)
+		probe_events_flush(b);
+}
+
+/* Events queued for longer than max_ns (read without the lock)? */
+static inline int probe_events_stale(const struct probe_events *b, uint64_t max_ns)
+{
+	return b->n && probe_events_now_ns() - b->first_ns > max_ns;
 }
 
 #endif

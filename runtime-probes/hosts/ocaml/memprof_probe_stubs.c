@@ -62,8 +62,7 @@
 
 /* The kernel increments these (uprobe ref_ctr_offset) while a probe is attached. */
 unsigned short memprof_sample_semaphore __attribute__((section(".probes"), used));
-unsigned short memprof_promote_semaphore __attribute__((section(".probes"), used));
-unsigned short memprof_dealloc_semaphore __attribute__((section(".probes"), used));
+unsigned short memprof_events_semaphore __attribute__((section(".probes"), used));
 unsigned short memprof_gc_semaphore __attribute__((section(".probes"), used));
 
 __attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
@@ -96,8 +95,7 @@ static int tracer_up(void)
 static int any_semaphore_up(void)
 {
 	return PROBE_SEMAPHORE_UP(memprof_sample_semaphore) ||
-	       PROBE_SEMAPHORE_UP(memprof_promote_semaphore) ||
-	       PROBE_SEMAPHORE_UP(memprof_dealloc_semaphore) ||
+	       PROBE_SEMAPHORE_UP(memprof_events_semaphore) ||
 	       PROBE_SEMAPHORE_UP(memprof_gc_semaphore);
 }
 
@@ -224,7 +222,7 @@ static size_t callstack_pcs(value cs, uint64_t *out, size_t max)
 /* Fire memprof:sample for a Gc.Memprof allocation; returns its id, 0 if not traced. */
 CAMLprim value memprof_probe_sample(value alloc, value kind)
 {
-	uint64_t stack[MEMPROF_PROBE_MAX_STACK];
+	uint64_t stack[MEMPROF_PROBE_MAX_STACK + 1];
 	uint64_t id, size, n, ks, sp, sl, inv_q16;
 	double inv;
 
@@ -238,7 +236,13 @@ CAMLprim value memprof_probe_sample(value alloc, value kind)
 	n = (uint64_t)Long_val(Field(alloc, 0));
 	size = (uint64_t)Long_val(Field(alloc, 1));
 	ks = MEMPROF_PROBE_KIND_SOURCE(Long_val(kind), Long_val(Field(alloc, 2)));
-	sl = callstack_pcs(Field(alloc, 3), stack, MEMPROF_PROBE_MAX_STACK);
+	/* One frame more than the probe takes tells a cut stack (the profile
+	 * asks Gc.Memprof for MEMPROF_PROBE_MAX_STACK + 1 frames). */
+	sl = callstack_pcs(Field(alloc, 3), stack, MEMPROF_PROBE_MAX_STACK + 1);
+	if (sl > MEMPROF_PROBE_MAX_STACK) {
+		sl = MEMPROF_PROBE_MAX_STACK;
+		ks |= MEMPROF_PROBE_F_STACK_CUT;
+	}
 	sp = (uint64_t)(uintptr_t)stack;
 	inv = owner_rate > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / owner_rate) : 0;
 	inv_q16 = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
@@ -252,24 +256,59 @@ static int id_traced(uint64_t id)
 	return id && tracer_seen && id >= first_id;
 }
 
-/* Fire memprof:promote; returns whether the tracer still follows the block. */
+/*
+ * Promotions and deaths go to the tracer in memprof:events batches: at the
+ * end of each minor collection (the callbacks of the one before ran
+ * since), when the buffer is full, and from the helper thread when events
+ * wait longer than POLL_MS.  The OCaml callbacks run with the runtime
+ * lock, the helper without it: the buffer has its own mutex.
+ */
+static struct probe_events events_queue;
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*prev_minor_gc_end_hook)(void);
+
+static void events_add(uint64_t id, unsigned what)
+{
+	pthread_mutex_lock(&events_lock);
+	probe_events_add(&events_queue, id, what);
+	pthread_mutex_unlock(&events_lock);
+}
+
+static void events_flush(void)
+{
+	if (!events_queue.n)
+		return;
+	pthread_mutex_lock(&events_lock);
+	probe_events_flush(&events_queue);
+	pthread_mutex_unlock(&events_lock);
+}
+
+static void events_minor_gc_end(void)
+{
+	events_flush();
+	if (prev_minor_gc_end_hook)
+		prev_minor_gc_end_hook();
+}
+
+/* Queue a promote event; returns whether the tracer still follows the block. */
 CAMLprim value memprof_probe_promote(value vid)
 {
 	uint64_t id = (uint64_t)Long_val(vid);
 
 	if (!id_traced(id))
 		return Val_false;
-	if (PROBE_SEMAPHORE_UP(memprof_promote_semaphore) && probe_sites_armed())
-		DTRACE_PROBE1(memprof, promote, id);
+	events_add(id, MEMPROF_PROBE_EV_PROMOTE);
 	return Val_true;
 }
 
 CAMLprim value memprof_probe_dealloc(value vid, value vkind)
 {
-	uint64_t id = (uint64_t)Long_val(vid), k = (uint64_t)Long_val(vkind);
+	uint64_t id = (uint64_t)Long_val(vid);
 
-	if (id_traced(id) && PROBE_SEMAPHORE_UP(memprof_dealloc_semaphore) && probe_sites_armed())
-		DTRACE_PROBE2(memprof, dealloc, id, k);
+	if (id_traced(id))
+		events_add(id, Long_val(vkind) == MEMPROF_PROBE_KIND_MINOR
+				   ? MEMPROF_PROBE_EV_DEALLOC_MINOR
+				   : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 	return Val_unit;
 }
 
@@ -383,6 +422,8 @@ static void *helper_main(void *arg)
 		int up;
 
 		nanosleep(&pause, NULL);
+		if (probe_events_stale(&events_queue, POLL_MS * 1000000ull))
+			events_flush();
 		up = tracer_up();
 		if (up != atomic_load(&acked) && !atomic_load(&poll_requested)) {
 			atomic_store(&poll_requested, 1);
@@ -416,6 +457,8 @@ static void helper_start(void)
 static void fork_child(void)
 {
 	atomic_store(&helper_running, 0);
+	pthread_mutex_init(&events_lock, NULL);
+	events_queue.n = 0; /* the parent's events are the parent's */
 	probe_sites_fork_child(any_semaphore_up());
 }
 
@@ -425,6 +468,8 @@ CAMLprim value memprof_probe_install(value unit)
 	if (atomic_exchange(&installed, 1))
 		return Val_unit;
 	pthread_atfork(NULL, NULL, fork_child);
+	prev_minor_gc_end_hook = caml_minor_gc_end_hook;
+	caml_minor_gc_end_hook = events_minor_gc_end;
 	helper_start();
 	return Val_unit;
 }

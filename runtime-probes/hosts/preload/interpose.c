@@ -2,7 +2,7 @@
  * The malloc family, interposed.  Every function delegates to the next
  * allocator.  On the way:
  *
- *   allocation: words = ceil(bytes / 8) come off the thread's countdown;
+ *   allocation: the requested bytes come off the thread's countdown;
  *               while it stays positive that is all (one subtraction and
  *               one branch).  Otherwise the sampler decides how many sample
  *               points the block spans, and a sampled block is tracked.
@@ -55,13 +55,13 @@ static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
 }
 
 static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum alloc_kind kind,
-						  size_t bytes, size_t align, size_t words)
+						  size_t bytes, size_t align)
 {
-	size_t n_samples = sampler_countdown_expired(t, words);
+	size_t n_samples = sampler_countdown_expired(t, bytes);
 	void *p = next_alloc(kind, bytes, align);
 
 	if (n_samples && p)
-		sampler_track(t, p, words, n_samples, bytes);
+		sampler_track(t, p, n_samples, bytes);
 	return p;
 }
 
@@ -70,10 +70,9 @@ static inline __attribute__((always_inline)) void *alloc(enum alloc_kind kind, s
 							 size_t align)
 {
 	struct preload_thread *t = &preload_self;
-	size_t words = preload_words(bytes);
 
-	if (PRELOAD_LIKELY(t->countdown > words)) {
-		t->countdown -= words;
+	if (PRELOAD_LIKELY(t->countdown > bytes)) {
+		t->countdown -= bytes;
 		switch (kind) {
 		case ALLOC_CALLOC:
 			return next.calloc(1, bytes);
@@ -90,7 +89,7 @@ static inline __attribute__((always_inline)) void *alloc(enum alloc_kind kind, s
 			return next.malloc(bytes);
 		}
 	}
-	return alloc_slow(t, kind, bytes, align, words);
+	return alloc_slow(t, kind, bytes, align);
 }
 
 PRELOAD_EXPORT void *malloc(size_t size)
@@ -148,12 +147,11 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 	if (PRELOAD_UNLIKELY(sampled_blocks_may_contain(p)))
 		handle = sampled_blocks_remove(p);
 
-	size_t words = preload_words(size);
 	size_t n_samples = 0;
-	if (PRELOAD_LIKELY(t->countdown > words))
-		t->countdown -= words;
+	if (PRELOAD_LIKELY(t->countdown > size))
+		t->countdown -= size;
 	else
-		n_samples = sampler_countdown_expired(t, words);
+		n_samples = sampler_countdown_expired(t, size);
 
 	void *q = next.realloc(p, size);
 	if (!q) {
@@ -165,7 +163,7 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 	if (handle)
 		sampler_handle_freed(t, handle);
 	if (n_samples)
-		sampler_track(t, q, words, n_samples, size);
+		sampler_track(t, q, n_samples, size);
 	return q;
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "memprof_host.h"
+#include "memprof_probes.h"
 #include "preload.h"
 
 enum init_state { INIT_NONE, INIT_RUNNING, INIT_DONE };
@@ -194,6 +195,14 @@ __attribute__((constructor)) static void preload_constructor(void)
  * on they are served without the core. */
 __attribute__((destructor)) static void preload_destructor(void)
 {
+	struct preload_thread *t = &preload_self;
+
+	/* The tracer gets the deaths still queued (memprof:events). */
+	if (preload_profiler_usable() && !t->exited) {
+		preload_enter_core(t);
+		memprof_probe_flush();
+		preload_leave_core(t);
+	}
 	atomic_store_explicit(&preload_exiting, 1, memory_order_relaxed);
 }
 

@@ -40,12 +40,6 @@
 #define PRELOAD_ENV_YOUNG_EPOCH "MEMPROF_YOUNG_EPOCH_BYTES"
 #define PRELOAD_ENV_MAJOR_THRESHOLD "MEMPROF_MAJOR_THRESHOLD_BYTES"
 
-/* Words of a request of `bytes` bytes: ceil(bytes / 8), without overflow. */
-static inline size_t preload_words(size_t bytes)
-{
-	return (bytes >> 3) + ((bytes & 7) != 0);
-}
-
 /* ---- Bootstrap arena (bootstrap_arena.c) ---- */
 
 /* Size of the arena, bytes.  Only dlsym's own allocations land there. */
@@ -109,10 +103,10 @@ void sampled_blocks_reinit_locks(void);
 /* ---- Per-thread sampling state (sampler.c) ---- */
 
 struct preload_thread {
-	size_t countdown;	  /* words before the next slow path (fast path: > w) */
-	size_t armed;		  /* countdown when last armed: armed - countdown words
+	size_t countdown;	  /* bytes before the next slow path (fast path: > b) */
+	size_t armed;		  /* countdown when last armed: armed - countdown bytes
 				     were allocated since */
-	size_t sample_after;	  /* words from the end of the countdown to the next
+	size_t sample_after;	  /* bytes from the end of the countdown to the next
 				     sample point (sampling only) */
 	double rate;		  /* rate the sample point was drawn at, 0: polling */
 	size_t saved_countdown;	  /* countdown while inside the profiler */
@@ -162,13 +156,13 @@ static inline void preload_leave_core(struct preload_thread *t)
 }
 
 /*
- * The countdown ran out on an allocation of `words` words: account the
- * words, end epochs, poll the core, and return how many sample points fall
+ * The countdown ran out on an allocation of `bytes` bytes: account the
+ * bytes, end epochs, poll the core, and return how many sample points fall
  * in this block (0: not sampled).  Re-arms the countdown.
  */
-size_t sampler_countdown_expired(struct preload_thread *t, size_t words);
-/* Track block p (sampled n_samples times) with the core. */
-void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_samples, size_t bytes);
+size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes);
+/* Track block p of `bytes` requested bytes (sampled n_samples times) with the core. */
+void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t bytes);
 /* Block p is being freed: report it if it was sampled. */
 void sampler_block_freed(struct preload_thread *t, const void *p);
 /* Report the death of a block already removed from sampled_blocks. */

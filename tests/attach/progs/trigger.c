@@ -1,7 +1,9 @@
 /*
  * attach-trigger: a small deterministic memprof host for the attach tests.
  *
- * It fires the memprof USDT probes exactly per memprof_probe_abi.h, behind
+ * It fires the memprof USDT probes exactly per memprof_probe_abi.h (ABI 2:
+ * promotions and deaths in memprof:events batches, one or more per
+ * collection), behind
  * their semaphores, exports memprof_probe_control and obeys the attach
  * protocol: it samples only while the sample semaphore is up, at the rate
  * the tracer requested, and forgets its tracked blocks when it drops.
@@ -48,8 +50,7 @@
 #define TRIGGER_EPOCH_PAUSE_NS 200000
 
 unsigned short memprof_sample_semaphore __attribute__((section(".probes")));
-unsigned short memprof_promote_semaphore __attribute__((section(".probes")));
-unsigned short memprof_dealloc_semaphore __attribute__((section(".probes")));
+unsigned short memprof_events_semaphore __attribute__((section(".probes")));
 
 __attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
     .magic = MEMPROF_PROBE_CONTROL_MAGIC,
@@ -192,14 +193,36 @@ __attribute__((noinline)) void site_major_blocks(void)
 	alloc_block(SITE_MAJOR);
 }
 
+/* Promotions and deaths, handed over in batches (memprof:events). */
+static uint64_t events[MEMPROF_PROBE_EVENTS_MAX];
+static uint64_t n_events;
+
+static void events_flush(void)
+{
+	if (n_events && memprof_events_semaphore)
+		STAP_PROBE2(memprof, events, (uintptr_t)events, n_events);
+	n_events = 0;
+}
+
+static void event(const struct tracked *t, unsigned what)
+{
+	if (!memprof_events_semaphore)
+		return;
+	events[n_events++] = MEMPROF_PROBE_EVENT(t->id, what);
+	if (n_events == MEMPROF_PROBE_EVENTS_MAX)
+		events_flush();
+}
+
 static void dealloc(const struct tracked *t, unsigned kind)
 {
-	if (memprof_dealloc_semaphore)
-		STAP_PROBE2(memprof, dealloc, t->id, (uint64_t)kind);
+	event(t, kind == MEMPROF_PROBE_KIND_MINOR ? MEMPROF_PROBE_EV_DEALLOC_MINOR
+						  : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 }
 
 /* One collection: short blocks die young, the others are promoted, old
- * medium and major blocks die after TRIGGER_OLD_EPOCHS (all if full). */
+ * medium and major blocks die after TRIGGER_OLD_EPOCHS (all if full).  Its
+ * events go in batches of at most MEMPROF_PROBE_EVENTS_MAX, the last at
+ * its end. */
 static void collect(int full)
 {
 	size_t kept = 0;
@@ -213,8 +236,7 @@ static void collect(int full)
 		}
 		if (!t.old) {
 			t.old = 1;
-			if (memprof_promote_semaphore)
-				STAP_PROBE1(memprof, promote, t.id);
+			event(&t, MEMPROF_PROBE_EV_PROMOTE);
 		} else if (t.site != SITE_LONG && (full || ++t.age >= TRIGGER_OLD_EPOCHS)) {
 			dealloc(&t, MEMPROF_PROBE_KIND_MAJOR);
 			continue;
@@ -222,6 +244,7 @@ static void collect(int full)
 		tracked[kept++] = t;
 	}
 	n_tracked = kept;
+	events_flush();
 }
 
 static double now_s(void)
