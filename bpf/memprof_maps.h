@@ -114,16 +114,16 @@ enum memprof_counter {
 	MEMPROF_CNT_ORPHAN_DEALLOCS,	/* dealloc of an id never sampled */
 	MEMPROF_CNT_DOUBLE_PROMOTES,	/* second promote of one id */
 	MEMPROF_CNT_DUPLICATE_IDS,	/* sample of an id already tracked */
-	MEMPROF_CNT_TRUNCATED_STACKS,	/* samples whose stack was cut (MEMPROF_PROBE_F_STACK_CUT) */
+	MEMPROF_CNT_TRUNCATED_STACKS, /* samples whose stack was cut (MEMPROF_PROBE_F_STACK_CUT) */
 	/*
 	 * Promote/dealloc of an unknown id once the loader began detaching:
 	 * the sample program is disabled before the kernel lowers the sample
 	 * semaphore, so the host may sample blocks this tracer never sees.
 	 */
 	MEMPROF_CNT_LATE_ORPHANS,
-	MEMPROF_CNT_INNER_STACKS,  /* samples kept with their innermost frames (table full) */
-	MEMPROF_CNT_EVENT_PROBES,  /* memprof:events probes seen (batches) */
-	MEMPROF_CNT_BAD_EVENTS,	   /* events unreadable or of an unknown kind */
+	MEMPROF_CNT_INNER_STACKS, /* samples kept with their innermost frames (table full) */
+	MEMPROF_CNT_EVENT_PROBES, /* memprof:events probes seen (batches) */
+	MEMPROF_CNT_BAD_EVENTS,	  /* events unreadable or of an unknown kind */
 	MEMPROF_N_COUNTERS,
 };
 

@@ -51,41 +51,41 @@ struct options {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view "
-		"alloc|live|promoted|short]\n"
-		"                             [--all-views DIR] [--rate R] [--max-blocks N]\n"
-		"                             [--max-stacks N] [-v]\n"
-		"                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
-		"Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
-		"call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
-		"DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT/SIGTERM,\n"
-		"or when PID exits.\n"
-		"  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
-		"             svg (interactive flame graph of --view), text (report with 95%%\n"
-		"             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
-		"             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
-		"  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
-		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
-		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
-		"             blocks count until the collector frees them); promoted: blocks\n"
-		"             promoted; short: blocks freed while young\n"
-		"  --rate R   sampling rate per word asked of the target (default %g); the\n"
-		"             malloc host samples per byte at R / 8, runtimes per word\n"
-		"  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
-		"             when full, samples still count in alloc and a note reports drops\n"
-		"  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
-		"             %d: about %llu MiB of kernel memory, N stacks about N KiB); once\n"
-		"             full, a sample keeps its innermost %d frames in a second table\n"
-		"             of %d stacks, under a [stack-table-full] root, and a note counts them\n"
-		"  -v         verbose, with libbpf's own log\n"
-		"Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
-		"(no such process, no memprof probes, corrupt ELF), 3 not privileged or kernel\n"
-		"without BTF/uprobes, 4 BPF or output failure.\n",
-		MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH,
-		MEMPROF_MAX_STACKS,
-		(unsigned long long)(tracer_stack_memory(MEMPROF_MAX_STACKS) >> 20),
-		MEMPROF_INNER_DEPTH, MEMPROF_INNER_STACKS);
+	fprintf(
+	    f,
+	    "usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view "
+	    "alloc|live|promoted|short]\n"
+	    "                             [--all-views DIR] [--rate R] [--max-blocks N]\n"
+	    "                             [--max-stacks N] [-v]\n"
+	    "                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
+	    "Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
+	    "call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
+	    "DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT/SIGTERM,\n"
+	    "or when PID exits.\n"
+	    "  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
+	    "             svg (interactive flame graph of --view), text (report with 95%%\n"
+	    "             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
+	    "             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
+	    "  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
+	    "  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
+	    "             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
+	    "             blocks count until the collector frees them); promoted: blocks\n"
+	    "             promoted; short: blocks freed while young\n"
+	    "  --rate R   sampling rate per word asked of the target (default %g); the\n"
+	    "             malloc host samples per byte at R / 8, runtimes per word\n"
+	    "  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
+	    "             when full, samples still count in alloc and a note reports drops\n"
+	    "  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
+	    "             %d: about %llu MiB of kernel memory, N stacks about N KiB); once\n"
+	    "             full, a sample keeps its innermost %d frames in a second table\n"
+	    "             of %d stacks, under a [stack-table-full] root, and a note counts them\n"
+	    "  -v         verbose, with libbpf's own log\n"
+	    "Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
+	    "(no such process, no memprof probes, corrupt ELF), 3 not privileged or kernel\n"
+	    "without BTF/uprobes, 4 BPF or output failure.\n",
+	    MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH, MEMPROF_MAX_STACKS,
+	    (unsigned long long)(tracer_stack_memory(MEMPROF_MAX_STACKS) >> 20),
+	    MEMPROF_INNER_DEPTH, MEMPROF_INNER_STACKS);
 }
 
 static int die(int code, const char *fmt, ...)
@@ -391,15 +391,18 @@ static void report_counters(const struct tracer *tr)
 			oldest_ns = now - tr->blocks[i].b.alloc_ns;
 	fprintf(stderr,
 		"memprof-bpf: stats: samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
-		" event_batches %" PRIu64 " gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
-		" duplicate_ids %" PRIu64 " dropped %" PRIu64
-		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64 "\n",
+		" event_batches %" PRIu64 " gcs %" PRIu64 " orphan_ids %" PRIu64
+		" double_promotes %" PRIu64 " duplicate_ids %" PRIu64 " dropped %" PRIu64
+		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64
+		" cut_stacks %" PRIu64 " inner_stacks %" PRIu64 "\n",
 		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
-		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES),
-		tracer_counter(tr, MEMPROF_CNT_GCS),
+		tracer_counter(tr, MEMPROF_CNT_DEALLOCS),
+		tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES), tracer_counter(tr, MEMPROF_CNT_GCS),
 		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS));
+		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS),
+		tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
+		tracer_counter(tr, MEMPROF_CNT_INNER_STACKS));
 	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "

@@ -203,7 +203,8 @@ uint32_t tracer_n_stacks(const struct tracer *tr)
 
 	/* Ids up to the inner table's last used one; unused ids weigh nothing. */
 	if (inner)
-		return tr->max_stacks + (inner > MEMPROF_INNER_STACKS ? MEMPROF_INNER_STACKS : inner);
+		return tr->max_stacks +
+		       (inner > MEMPROF_INNER_STACKS ? MEMPROF_INNER_STACKS : inner);
 	uint32_t n = tr->skel->data->next_stack_id;
 	return n > tr->max_stacks ? tr->max_stacks : n;
 }

@@ -257,8 +257,9 @@ void entries_mark_dead(size_t i)
 
 	e->dead = 1;
 	if (e->traced && memprof_events_semaphore)
-		probe_event_locked(e->id, e->young && !e->promoted ? MEMPROF_PROBE_EV_DEALLOC_MINOR
-								   : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
+		probe_event_locked(e->id, e->young && !e->promoted
+					      ? MEMPROF_PROBE_EV_DEALLOC_MINOR
+					      : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 }
 
 void entries_mark_promoted(size_t i, memprof_value moved)

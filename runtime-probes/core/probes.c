@@ -70,14 +70,15 @@ void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind
 /* Promotions and deaths waiting for the next memprof:events hit.  Locked. */
 static struct probe_events probe_events_queue;
 
-void probe_event_locked(uint64_t id, unsigned what)
-{
-	probe_events_add(&probe_events_queue, id, what);
-}
-
-void probe_events_flush_locked(void)
+__attribute__((noinline)) void probe_events_flush_locked(void)
 {
 	probe_events_flush(&probe_events_queue);
+}
+
+void probe_event_locked(uint64_t id, unsigned what)
+{
+	if (probe_events_add(&probe_events_queue, id, what))
+		probe_events_flush_locked();
 }
 
 void memprof_probe_flush(void)
@@ -146,7 +147,8 @@ int probe_poll(void)
 
 	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
 		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs. */
-		if (PROBE_UNLIKELY(probe_events_stale(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS)))
+		if (PROBE_UNLIKELY(
+			probe_events_stale(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS)))
 			memprof_probe_flush();
 		return 0;
 	}

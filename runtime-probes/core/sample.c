@@ -361,8 +361,8 @@ static void sample_postponed(memprof_value block, size_t wosize, size_t n_sample
 			     unsigned flags, const struct stack_buf *sb, const struct rate *r)
 {
 	pthread_mutex_lock(&memprof_core.lock);
-	size_t i = sample_new_locked(block, wosize, 0, n_samples, source,
-				     flags | SAMPLE_KEEP_STACK, sb->buf, sb->len, r);
+	size_t i = sample_new_locked(block, wosize, 0, n_samples, source, flags | SAMPLE_KEEP_STACK,
+				     sb->buf, sb->len, r);
 	int pending = i != NO_INDEX && entry_pending(&memprof_core.tbl.t[i]);
 	pthread_mutex_unlock(&memprof_core.lock);
 	if (pending)

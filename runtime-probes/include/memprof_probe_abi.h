@@ -101,7 +101,7 @@
 #define MEMPROF_PROBE_SOURCE(ks) (((ks) >> 8) & 0xffu)
 #define MEMPROF_PROBE_KIND_SOURCE(kind, source) ((__u64)(kind) | ((__u64)(source) << 8))
 /* kind_source flags. */
-#define MEMPROF_PROBE_F_BYTES (1ull << 16)	/* size and rate are per byte, not per word */
+#define MEMPROF_PROBE_F_BYTES (1ull << 16)     /* size and rate are per byte, not per word */
 #define MEMPROF_PROBE_F_STACK_CUT (1ull << 17) /* the stack was deeper than stack_len */
 
 /* Sources, equal to enum memprof_source in memprof.h. */
@@ -132,7 +132,7 @@
 #define MEMPROF_PROBE_DEFAULT_RATE 1e-5
 
 /*
- * The control block.  Layout is fixed: 8-byte aligned, 48 bytes, no
+ * The control block.  Layout is fixed: 8-byte aligned, 64 bytes, no
  * padding.  requested_rate is written by tracers only; every other field is
  * written by the host only.
  */
@@ -144,6 +144,8 @@ struct memprof_probe_control {
 	double active_rate;    /* rate in force, 0 when not sampling */
 	__u64 samples;	       /* sample probes fired so far (monotonic) */
 	__u64 dropped;	       /* samples dropped (table growth failed) */
+	__u64 promotes;	       /* promote events handed to memprof:events (monotonic) */
+	__u64 deallocs;	       /* dealloc events handed to memprof:events (monotonic) */
 };
 
 #endif

@@ -120,6 +120,7 @@ static inline void probe_sites_fork_child(int any_up)
  * memprof_events_semaphore.  Nothing is queued while no tracer listens.
  */
 extern unsigned short memprof_events_semaphore;
+extern struct memprof_probe_control memprof_probe_control;
 
 struct probe_events {
 	uint64_t ev[MEMPROF_PROBE_EVENTS_MAX];
@@ -138,26 +139,34 @@ static inline uint64_t probe_events_now_ns(void)
 /* Hand the queued events to the tracer (one probe hit), empty the buffer. */
 static inline void probe_events_flush(struct probe_events *b)
 {
-	uint64_t p = (uint64_t)(uintptr_t)b->ev, n = b->n;
+	uint64_t p = (uint64_t)(uintptr_t)b->ev, n = b->n, promotes = 0;
 
-	if (n && PROBE_SEMAPHORE_UP(memprof_events_semaphore) && probe_sites_armed())
+	if (n && PROBE_SEMAPHORE_UP(memprof_events_semaphore) && probe_sites_armed()) {
 		DTRACE_PROBE2(memprof, events, p, n);
+		for (uint64_t i = 0; i < n; i++)
+			promotes += MEMPROF_PROBE_EVENT_WHAT(b->ev[i]) == MEMPROF_PROBE_EV_PROMOTE;
+		__atomic_fetch_add(&memprof_probe_control.promotes, promotes, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&memprof_probe_control.deallocs, n - promotes, __ATOMIC_RELAXED);
+	}
 	b->n = 0;
 }
 
-/* Queue one event (MEMPROF_PROBE_EV_*); a full buffer is flushed. */
-static inline void probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
+/*
+ * Queue one event (MEMPROF_PROBE_EV_*).  Returns 1 when the buffer is full:
+ * the caller flushes it (through its one probe_events_flush call, so that
+ * the probe has one site per host).
+ */
+static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
 {
 	uint32_t n = b->n;
 
 	if (!PROBE_SEMAPHORE_UP(memprof_events_semaphore))
-		return;
+		return 0;
 	if (n == 0)
 		b->first_ns = probe_events_now_ns();
 	b->ev[n] = MEMPROF_PROBE_EVENT(id, what);
 	b->n = n + 1;
-	if (n + 1 == MEMPROF_PROBE_EVENTS_MAX)
-		probe_events_flush(b);
+	return n + 1 == MEMPROF_PROBE_EVENTS_MAX;
 }
 
 /* Events queued for longer than max_ns (read without the lock)? */

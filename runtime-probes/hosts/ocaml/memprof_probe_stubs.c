@@ -267,10 +267,17 @@ static struct probe_events events_queue;
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
 static void (*prev_minor_gc_end_hook)(void);
 
+/* The probe's one site. */
+static __attribute__((noinline)) void events_flush_locked(void)
+{
+	probe_events_flush(&events_queue);
+}
+
 static void events_add(uint64_t id, unsigned what)
 {
 	pthread_mutex_lock(&events_lock);
-	probe_events_add(&events_queue, id, what);
+	if (probe_events_add(&events_queue, id, what))
+		events_flush_locked();
 	pthread_mutex_unlock(&events_lock);
 }
 
@@ -279,7 +286,7 @@ static void events_flush(void)
 	if (!events_queue.n)
 		return;
 	pthread_mutex_lock(&events_lock);
-	probe_events_flush(&events_queue);
+	events_flush_locked();
 	pthread_mutex_unlock(&events_lock);
 }
 
