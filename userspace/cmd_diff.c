@@ -73,24 +73,25 @@ static const struct option long_opts[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: memprof-bpf diff BASE NEW [-o FILE] [--format folded|text|pprof]\n"
-		"                        [--view alloc|live|promoted|short] [--rate R] "
-		"[--normalize] [-n N]\n"
-		"The difference NEW - BASE of two profiles (folded stacks or pprof, as attach\n"
-		"writes them), stacks matched by frame names.\n"
-		"  -o, --output FILE  write FILE (default stdout); its extension picks the format\n"
-		"             when --format is not given (.pb.gz/.pprof pprof, .txt text)\n"
-		"  --format folded  flamegraph.pl's differential input, \"stack BASE NEW\" per line\n"
-		"             (flamegraph.pl draws NEW and colours by NEW - BASE: red grew, blue\n"
-		"             shrank); pprof: signed weights NEW - BASE (go tool pprof -top);\n"
-		"             text: the sites that grew and shrank most, with 95%% intervals,\n"
-		"             and which changes are within the noise of sampling\n"
-		"  --view V   the view of pprof inputs (default alloc; live reads inuse_space)\n"
-		"  --rate R   the rate folded inputs were sampled at (for the intervals; default:\n"
-		"             the smallest weight of each input is taken as one sample)\n"
-		"  --normalize  scale BASE to NEW's total first (runs of different lengths)\n"
-		"  -n, --rows N  sites listed per direction in text (default 20)\n");
+	fprintf(
+	    f,
+	    "usage: memprof-bpf diff BASE NEW [-o FILE] [--format folded|text|pprof]\n"
+	    "                        [--view alloc|live|promoted|short] [--rate R] "
+	    "[--normalize] [-n N]\n"
+	    "The difference NEW - BASE of two profiles (folded stacks or pprof, as attach\n"
+	    "writes them), stacks matched by frame names.\n"
+	    "  -o, --output FILE  write FILE (default stdout); its extension picks the format\n"
+	    "             when --format is not given (.pb.gz/.pprof pprof, .txt text)\n"
+	    "  --format folded  flamegraph.pl's differential input, \"stack BASE NEW\" per line\n"
+	    "             (flamegraph.pl draws NEW and colours by NEW - BASE: red grew, blue\n"
+	    "             shrank); pprof: signed weights NEW - BASE (go tool pprof -top);\n"
+	    "             text: the sites that grew and shrank most, with 95%% intervals,\n"
+	    "             and which changes are within the noise of sampling\n"
+	    "  --view V   the view of pprof inputs (default alloc; live reads inuse_space)\n"
+	    "  --rate R   the rate folded inputs were sampled at (for the intervals; default:\n"
+	    "             the smallest weight of each input is taken as one sample)\n"
+	    "  --normalize  scale BASE to NEW's total first (runs of different lengths)\n"
+	    "  -n, --rows N  sites listed per direction in text (default 20)\n");
 }
 
 static int parse(int argc, char **argv, struct diff_opts *o)
@@ -138,7 +139,8 @@ static int parse(int argc, char **argv, struct diff_opts *o)
 			o->rate = strtod(optarg, &end);
 			if (errno || *end || end == optarg || !(o->rate > 0 && o->rate <= 1))
 				return cli_die(EXIT_USAGE,
-					       "bad rate '%s' (a rate per word, in (0, 1])", optarg);
+					       "bad rate '%s' (a rate per word, in (0, 1])",
+					       optarg);
 			break;
 		default:
 			return cli_getopt_error(c, argv, long_opts);
@@ -282,7 +284,8 @@ static int read_pprof(struct input *in, const unsigned char *buf, size_t len, in
 		       -1;
 	for (size_t i = 0; i < p->n_sample_type; i++) {
 		int64_t t = p->sample_type[i]->type;
-		const char *name = t >= 0 && (size_t)t < p->n_string_table ? p->string_table[t] : "";
+		const char *name =
+		    t >= 0 && (size_t)t < p->n_string_table ? p->string_table[t] : "";
 
 		if (!strcmp(name, space_type[view]))
 			bytes_i = (int)i;
@@ -315,8 +318,8 @@ static int read_pprof(struct input *in, const unsigned char *buf, size_t len, in
 			continue;
 		/* Root first: the last location's last line is the root. */
 		for (size_t l = smp->n_location_id; l-- > 0;) {
-			const Pprof__Location *loc = by_id(
-			    (const void *const *)locs, p->n_location, smp->location_id[l]);
+			const Pprof__Location *loc =
+			    by_id((const void *const *)locs, p->n_location, smp->location_id[l]);
 
 			for (size_t k = loc ? loc->n_line : 0; k-- > 0;) {
 				const Pprof__Function *fn =
@@ -575,9 +578,8 @@ static int write_pprof(FILE *f, const struct change *c, size_t n, const struct d
 	snprintf(title, sizeof(title),
 		 "memprof-bpf diff: %s view, %s minus %s (signed: negative values shrank)",
 		 memprof_view_names[o->view], nw->path, base->path);
-	p.meta = (struct profile_meta){.view = o->view,
-				       .title = title,
-				       .rate = nw->period > 0 ? 8.0 / nw->period : 0};
+	p.meta = (struct profile_meta){
+	    .view = o->view, .title = title, .rate = nw->period > 0 ? 8.0 / nw->period : 0};
 	rc = pprof_write(f, &p);
 out:
 	for (size_t i = 0; i < p.n_stacks; i++)
@@ -620,8 +622,11 @@ static void human(char *buf, size_t len, double b, int sign)
 		a /= 1024;
 		u++;
 	}
-	snprintf(buf, len, u ? "%s%.4g %s" : "%s%.0f %s", b < 0 ? "-" : sign ? "+" : "", a,
-		 units[u]);
+	snprintf(buf, len, u ? "%s%.4g %s" : "%s%.0f %s",
+		 b < 0	? "-"
+		 : sign ? "+"
+			: "",
+		 a, units[u]);
 }
 
 /*
@@ -629,8 +634,7 @@ static void human(char *buf, size_t len, double b, int sign)
  * sample count, scaled by its bytes per sample, the extremes combined
  * (conservative: wider than the interval of the difference).
  */
-static void change_interval(double base, double new_, double pb, double pn, double *lo,
-			    double *hi)
+static void change_interval(double base, double new_, double pb, double pn, double *lo, double *hi)
 {
 	double bl, bh, nl, nh;
 
@@ -652,8 +656,8 @@ static void print_sites(FILE *f, const struct site_change *s, size_t n, int grew
 	char d[32], lo[32], hi[32], b[32], w[32];
 
 	fprintf(f, "\n%s most\n", grew ? "grew" : "shrank");
-	fprintf(f, "%12s  %-27s  %11s  %11s  %-6s  %s\n", "change", "[95% interval]", "base",
-		"new", "noise?", "site");
+	fprintf(f, "%12s  %-27s  %11s  %11s  %-6s  %s\n", "change", "[95% interval]", "base", "new",
+		"noise?", "site");
 	for (size_t k = 0; k < n && shown < rows; k++) {
 		const struct site_change *c = grew ? &s[k] : &s[n - 1 - k];
 		double delta = c->new_ - c->base;

@@ -87,14 +87,15 @@ static int scan(pid_t pid, struct symbolizer *sym, struct found *f)
 		if (symbolizer_image(sym, r, &img, err, sizeof(err)) != ELF_IMAGE_OK)
 			continue;
 		if (img->control_addr && !f->control_addr)
-			f->control_addr = img->control_addr + elf_image_bias(img, r->start, r->offset);
+			f->control_addr =
+			    img->control_addr + elf_image_bias(img, r->start, r->offset);
 		if (!found && img->probes & (1u << ELF_PROBE_SAMPLE)) {
 			found = 1;
 			f->host = host_of(r->path, img);
 			f->path = r->path;
 			if (img->sample_semaphore)
-				f->semaphore =
-				    img->sample_semaphore + elf_image_bias(img, r->start, r->offset);
+				f->semaphore = img->sample_semaphore +
+					       elf_image_bias(img, r->start, r->offset);
 		}
 	}
 	return found;
@@ -124,7 +125,8 @@ int cmd_list(int argc, char **argv)
 		return cli_getopt_error(c, argv, long_opts);
 	}
 	if (optind < argc)
-		return cli_die(EXIT_USAGE, "list takes no operand ('%s'; see --help)", argv[optind]);
+		return cli_die(EXIT_USAGE, "list takes no operand ('%s'; see --help)",
+			       argv[optind]);
 	proc = opendir("/proc");
 	sym = symbolizer_new();
 	if (!proc || !sym) {

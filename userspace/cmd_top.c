@@ -366,7 +366,7 @@ int cmd_top(int argc, char **argv)
 
 		if (key == 'q' || key == 'Q' || key == 3)
 			break;
-		v = key == 'a' ? MEMPROF_VIEW_ALLOC
+		v = key == 'a'	 ? MEMPROF_VIEW_ALLOC
 		    : key == 'l' ? MEMPROF_VIEW_LIVE
 		    : key == 'p' ? MEMPROF_VIEW_PROMOTED
 		    : key == 's' ? MEMPROF_VIEW_SHORT

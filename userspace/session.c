@@ -70,8 +70,8 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 	case OPT_SORT:
 		v = memprof_view_parse(arg);
 		if (v < 0)
-			return cli_die(EXIT_USAGE, "unknown view '%s' (alloc, live, promoted, short)",
-				       arg),
+			return cli_die(EXIT_USAGE,
+				       "unknown view '%s' (alloc, live, promoted, short)", arg),
 			       -1;
 		if (c == OPT_VIEW)
 			o->view = v;
@@ -239,8 +239,9 @@ static int request_rate(const struct attach_opts *o, const struct target *t)
 		return cli_die(EXIT_TARGET, "process %d: %s has a bad magic (corrupt or foreign)",
 			       (int)pid, MEMPROF_PROBE_CONTROL_SYMBOL);
 	if (ctl.abi_version != MEMPROF_PROBE_ABI_VERSION)
-		return cli_die(EXIT_TARGET, "process %d: probe ABI version %u, this tracer knows %u",
-			       (int)pid, ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
+		return cli_die(EXIT_TARGET,
+			       "process %d: probe ABI version %u, this tracer knows %u", (int)pid,
+			       ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
 	rc = control_write_rate(pid, t->control_addr, o->rate);
 	if (rc)
 		return cli_die(EXIT_TARGET, "cannot write the requested rate into process %d: %s",
@@ -253,8 +254,7 @@ static int report_rate(struct session *s, const struct traced *p)
 {
 	struct memprof_probe_control ctl;
 
-	if (!p->t.control_addr || control_read(p->pid, p->t.control_addr, &ctl) ||
-	    !ctl.active_rate)
+	if (!p->t.control_addr || control_read(p->pid, p->t.control_addr, &ctl) || !ctl.active_rate)
 		return 0;
 	if (ctl.flags & MEMPROF_PROBE_F_IN_PROCESS)
 		session_note(s,
@@ -396,11 +396,12 @@ int session_poll(struct session *s, unsigned poll)
 			p->rate_reported = report_rate(s, p);
 		if (!p->lost_noted && semaphore_lost(&p->t) && !proc_exited(p->pid)) {
 			p->lost_noted = 1;
-			session_note(s,
-				     "note: process %d's memprof sample semaphore dropped while this "
-				     "tracer was attached (another tracer of it detached?): it "
-				     "stopped sampling; the output covers the time before",
-				     (int)p->pid);
+			session_note(
+			    s,
+			    "note: process %d's memprof sample semaphore dropped while this "
+			    "tracer was attached (another tracer of it detached?): it "
+			    "stopped sampling; the output covers the time before",
+			    (int)p->pid);
 		}
 		if (poll % BLOCKS_READ_POLLS == 0 && tracer_read_blocks(&p->tr) && s->o->verbose)
 			session_note(s, "cannot read the block map: %s", strerror(errno));
@@ -425,9 +426,10 @@ void session_detach(struct session *s)
 		if (!p->opened || !p->tr.skel)
 			continue;
 		if (s->n == 1 && (p->exited || proc_exited(p->pid)))
-			fprintf(stderr,
-				"memprof-bpf: note: process %d exited; writing what was collected\n",
-				(int)p->pid);
+			fprintf(
+			    stderr,
+			    "memprof-bpf: note: process %d exited; writing what was collected\n",
+			    (int)p->pid);
 		tracer_read_blocks(&p->tr);
 	}
 }
@@ -454,8 +456,10 @@ static void fill_meta(const struct session *s, struct output_request *r,
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	r->dsym_flags = s->o->no_dwarf ? DSYM_NO_DWARF : 0;
-	r->meta = (struct profile_meta){
-	    .pid = s->procs[0].pid, .rate = s->o->rate, .view = s->o->view, .verbose = s->o->verbose};
+	r->meta = (struct profile_meta){.pid = s->procs[0].pid,
+					.rate = s->o->rate,
+					.view = s->o->view,
+					.verbose = s->o->verbose};
 	r->meta.time_ns = (int64_t)from->tv_sec * 1000000000 + from->tv_nsec;
 	r->meta.duration_ns = ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec) - r->meta.time_ns;
 }
