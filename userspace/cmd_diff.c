@@ -89,7 +89,7 @@ static void usage(FILE *f)
 	    "             and which changes are within the noise of sampling\n"
 	    "  --view V   the view of pprof inputs (default alloc; live reads inuse_space)\n"
 	    "  --rate R   the rate folded inputs were sampled at (for the intervals; default:\n"
-	    "             the smallest weight of each input is taken as one sample)\n"
+	    "             the greatest common divisor of each input's weights is one sample)\n"
 	    "  --normalize  scale BASE to NEW's total first (runs of different lengths)\n"
 	    "  -n, --rows N  sites listed per direction in text (default 20)\n");
 }
@@ -227,9 +227,26 @@ static unsigned char *slurp(const char *path, size_t *len, int *gzipped)
 	return buf;
 }
 
+static unsigned long long gcd(unsigned long long a, unsigned long long b)
+{
+	while (b) {
+		unsigned long long t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * Folded stacks carry no sample counts.  Every sample of one rate weighs
+ * the same bytes (8 / rate, exact for the usual rates), so a stack's weight
+ * is a multiple of it: the greatest common divisor of the weights is taken
+ * as one sample, unless it is below a word (then unknown: no intervals).
+ */
 static int read_folded(struct input *in, char *text)
 {
-	double min_w = 0;
+	unsigned long long g = 0;
 
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		char *sp = strrchr(line, ' '), *end;
@@ -245,29 +262,45 @@ static int read_folded(struct input *in, char *text)
 			       -1;
 		if (add(in, line, w, 0))
 			return cli_die(EXIT_FAILED, "out of memory"), -1;
-		if (w > 0 && (!min_w || w < min_w))
-			min_w = w;
+		if (w >= 1 && w < 1e18)
+			g = gcd(g, (unsigned long long)llround(w));
 	}
-	in->period = min_w;
+	in->period = g >= 8 ? (double)g : 0;
 	return 0;
 }
 
-static int id_cmp(const void *a, const void *b)
+static int loc_cmp(const void *a, const void *b)
 {
-	uint64_t x = **(const uint64_t *const *)a, y = **(const uint64_t *const *)b;
+	uint64_t x = (*(Pprof__Location *const *)a)->id, y = (*(Pprof__Location *const *)b)->id;
 
 	return x < y ? -1 : x > y;
 }
 
-/* Locations and functions start with their id (uint64_t). */
-static const void *by_id(const void *const *sorted, size_t n, uint64_t id)
+static int fn_cmp(const void *a, const void *b)
 {
-	const uint64_t key = id, *kp = &key;
-	const void *const *hit;
+	uint64_t x = (*(Pprof__Function *const *)a)->id, y = (*(Pprof__Function *const *)b)->id;
 
-	if (id >= 1 && id <= n && *(const uint64_t *)sorted[id - 1] == id)
+	return x < y ? -1 : x > y;
+}
+
+/* By id in arrays sorted by id (ids are usually 1..n: checked first). */
+static const Pprof__Location *loc_by_id(Pprof__Location **sorted, size_t n, uint64_t id)
+{
+	Pprof__Location key = {.id = id}, *kp = &key, **hit;
+
+	if (id >= 1 && id <= n && sorted[id - 1]->id == id)
 		return sorted[id - 1];
-	hit = bsearch(&kp, sorted, n, sizeof(*sorted), id_cmp);
+	hit = bsearch(&kp, sorted, n, sizeof(*sorted), loc_cmp);
+	return hit ? *hit : NULL;
+}
+
+static const Pprof__Function *fn_by_id(Pprof__Function **sorted, size_t n, uint64_t id)
+{
+	Pprof__Function key = {.id = id}, *kp = &key, **hit;
+
+	if (id >= 1 && id <= n && sorted[id - 1]->id == id)
+		return sorted[id - 1];
+	hit = bsearch(&kp, sorted, n, sizeof(*sorted), fn_cmp);
 	return hit ? *hit : NULL;
 }
 
@@ -275,7 +308,8 @@ static int read_pprof(struct input *in, const unsigned char *buf, size_t len, in
 {
 	Pprof__Profile *p = pprof__profile__unpack(NULL, len, buf);
 	int bytes_i = -1, objects_i = -1, rc = 0;
-	const void **locs = NULL, **funcs = NULL;
+	Pprof__Location **locs = NULL;
+	Pprof__Function **funcs = NULL;
 	char *stack = NULL;
 	size_t cap = 0;
 
@@ -304,12 +338,10 @@ static int read_pprof(struct input *in, const unsigned char *buf, size_t len, in
 	funcs = malloc((p->n_function + 1) * sizeof(*funcs));
 	if (!locs || !funcs)
 		goto oom;
-	for (size_t i = 0; i < p->n_location; i++)
-		locs[i] = &p->location[i]->id;
-	for (size_t i = 0; i < p->n_function; i++)
-		funcs[i] = &p->function[i]->id;
-	qsort(locs, p->n_location, sizeof(*locs), id_cmp);
-	qsort(funcs, p->n_function, sizeof(*funcs), id_cmp);
+	memcpy(locs, p->location, p->n_location * sizeof(*locs));
+	memcpy(funcs, p->function, p->n_function * sizeof(*funcs));
+	qsort(locs, p->n_location, sizeof(*locs), loc_cmp);
+	qsort(funcs, p->n_function, sizeof(*funcs), fn_cmp);
 	for (size_t s = 0; s < p->n_sample; s++) {
 		const Pprof__Sample *smp = p->sample[s];
 		size_t o = 0;
@@ -319,12 +351,11 @@ static int read_pprof(struct input *in, const unsigned char *buf, size_t len, in
 		/* Root first: the last location's last line is the root. */
 		for (size_t l = smp->n_location_id; l-- > 0;) {
 			const Pprof__Location *loc =
-			    by_id((const void *const *)locs, p->n_location, smp->location_id[l]);
+			    loc_by_id(locs, p->n_location, smp->location_id[l]);
 
 			for (size_t k = loc ? loc->n_line : 0; k-- > 0;) {
 				const Pprof__Function *fn =
-				    by_id((const void *const *)funcs, p->n_function,
-					  loc->line[k]->function_id);
+				    fn_by_id(funcs, p->n_function, loc->line[k]->function_id);
 				int64_t ni = fn ? fn->name : 0;
 				const char *name = ni > 0 && (size_t)ni < p->n_string_table
 						       ? p->string_table[ni]
@@ -750,7 +781,7 @@ static int write_text(FILE *f, const struct change *c, size_t n, const struct di
 			t1, t2,
 			base->is_pprof && nw->is_pprof ? ""
 			: o->rate > 0		       ? " (--rate)"
-						       : " (folded: the smallest weight of each)");
+				      : " (folded: the common divisor of each one's weights)");
 	} else {
 		fprintf(f, "The sampling period is unknown: no intervals.\n");
 	}

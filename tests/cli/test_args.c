@@ -69,7 +69,8 @@ Test(cli_args, every_bad_argument_is_one_line_and_exit_1, .init = setup)
 		char what[256] = "";
 
 		for (int k = 0; bad[i][k]; k++)
-			snprintf(what + strlen(what), sizeof(what) - strlen(what), " %s", bad[i][k]);
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), " %s",
+				 bad[i][k]);
 		cr_expect_eq(cli_run(out, err, bad[i]), EXIT_USAGE, "memprof-bpf%s: not exit 1",
 			     what);
 		cr_expect_eq(file_lines(err), 1, "memprof-bpf%s: stderr is not one line", what);

@@ -38,8 +38,9 @@ Test(cli_every, snapshots_add_up)
 	t = cli_trigger(dir, 10);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *args[] = {"attach", pid,   "-d",	       "3.5", "--rate", "0.01", "--every",
-			      "1",	"-o", whole, "--snapshot-dir", snaps, NULL};
+	const char *args[] = {"attach",		pid,	   "-d", "3.5", "--rate",
+			      "0.01",		"--every", "1",	 "-o",	whole,
+			      "--snapshot-dir", snaps,	   NULL};
 	cr_expect_eq(cli_run(out, err, args), EXIT_OK);
 	kill(t, SIGTERM);
 	wait_exit(t);
