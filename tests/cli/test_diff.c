@@ -29,7 +29,7 @@ static void setup(void)
 	snprintf(base, sizeof(base), "%s/base.folded", dir);
 	snprintf(nw, sizeof(nw), "%s/new.folded", dir);
 	f = fopen(base, "w");
-	fputs("main;a;site_grew 80000\n"	/* 100 samples */
+	fputs("main;a;site_grew 80000\n"    /* 100 samples */
 	      "main;b;site_shrank 800000\n" /* 1000 */
 	      "main;c;site_noise 8000\n"    /* 10 */
 	      "main;d;site_gone 40000\n"    /* 50 */
@@ -37,10 +37,10 @@ static void setup(void)
 	      f);
 	fclose(f);
 	f = fopen(nw, "w");
-	fputs("main;a;site_grew 160000\n"    /* 200 */
-	      "main;b;site_shrank 400000\n"  /* 500 */
-	      "main;c;site_noise 9600\n"     /* 12 */
-	      "main;e;site_new 24000\n", /* 30 */
+	fputs("main;a;site_grew 160000\n"   /* 200 */
+	      "main;b;site_shrank 400000\n" /* 500 */
+	      "main;c;site_noise 9600\n"    /* 12 */
+	      "main;e;site_new 24000\n",    /* 30 */
 	      f);
 	fclose(f);
 }

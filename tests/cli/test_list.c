@@ -79,8 +79,8 @@ Test(cli_list, finds_the_targets)
 
 	/* Attached: sampling for one tracer at the rate asked. */
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *largs[] = {"attach", pid, "-d", "10", "--rate", "0.001", "-o", "/dev/null",
-			       NULL};
+	const char *largs[] = {"attach", pid,  "-d",	    "10", "--rate",
+			       "0.001",	 "-o", "/dev/null", NULL};
 	loader = loader_start(lerr, largs);
 	cr_assert_gt(loader, 0);
 	for (int i = 0; i < 50; i++) {

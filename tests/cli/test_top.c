@@ -61,8 +61,7 @@ Test(cli_top, keys_through_a_pty)
 		      (char *)NULL);
 		_exit(127);
 	}
-	cr_expect_eq(wait_screen(fd, 0, "site_long_lived", 15), 0, "no site on screen: %s",
-		     screen);
+	cr_expect_eq(wait_screen(fd, 0, "site_long_lived", 15), 0, "no site on screen: %s", screen);
 	cr_expect(strstr(screen, "sort: live"), "not sorted by live first");
 	cr_expect(strstr(screen, "ALLOC/s"));
 	mark = screen_len;
@@ -80,7 +79,8 @@ Test(cli_top, keys_through_a_pty)
 		wait_screen(fd, screen_len, "\x01", 0.05);
 		nanosleep(&pause, NULL);
 		if (waitpid(top, &st, WNOHANG) == top) {
-			cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == EXIT_OK, "top: status %d", st);
+			cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == EXIT_OK, "top: status %d",
+				  st);
 			top = 0;
 			break;
 		}
