@@ -99,3 +99,12 @@ EXTRA_CFLAGS_tests/output/ := -Iuserspace -Ibpf -I$(PPROF_GEN_DIR)
 TEST_LIBS_output := $(LOADER_LIB_OBJS)
 TEST_LDLIBS_output = $(LOADER_LIBS)
 TEST_NEEDS_output = $(LOADER) $(PRELOAD_SO) $(OUTPUT_PROGS)
+
+# ---- tests/cli: the subcommands (attach with several PIDs, top through a
+# pseudo-terminal, list, diff, --every, bad arguments, make install) on real
+# processes; they reuse tests/attach's helpers and trigger ----
+EXTRA_CFLAGS_tests/cli/ := -O1 -Iuserspace -Ibpf -Itests/attach -I$(PPROF_GEN_DIR)
+TEST_LIBS_cli := $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
+TEST_LDLIBS_cli = $(LOADER_LIBS) -lutil
+TEST_NEEDS_cli = $(LOADER) $(ATTACH_TRIGGER) $(PRELOAD_SO) $(BUILD)/libmemprof.a \
+	$(BUILD)/libmemprof.so $(OCAML_PKG_FILES) $(OCAML_TEST_PROGS_DIR)/sites
