@@ -20,6 +20,7 @@
 #include "environ_check.h"
 #include "exit_codes.h"
 #include "folded.h"
+#include "inject.h"
 #include "target.h"
 #include "tracer.h"
 
@@ -41,6 +42,8 @@ struct options {
 	enum memprof_view view;
 	double rate;
 	uint32_t max_blocks; /* 0: the default size of the block map */
+	int no_inject;	     /* refuse a process without probes instead of injecting */
+	const char *preload; /* library to inject, NULL: found next to the loader */
 };
 
 static void usage(FILE *f)
@@ -49,9 +52,12 @@ static void usage(FILE *f)
 		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view "
 		"alloc|live|promoted|short]\n"
 		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
+		"                             [--no-inject] [--preload LIB]\n"
 		"Traces the memprof USDT probes of process PID and writes folded stacks weighted\n"
 		"in estimated bytes (to FILE or stdout; with --all-views, DIR/<view>.folded for\n"
 		"every view).  Stops after -d SECONDS, on SIGINT/SIGTERM, or when PID exits.\n"
+		"A dynamically linked process without the probes gets the malloc host\n"
+		"(libmemprof-preload.so) loaded into it first, without a restart.\n"
 		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
 		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
 		"             blocks count until the collector frees them); promoted: blocks\n"
@@ -59,10 +65,14 @@ static void usage(FILE *f)
 		"  --rate R   sampling rate per word asked of the target (default %g)\n"
 		"  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 		"             when full, samples still count in alloc and a note reports drops\n"
+		"  --no-inject  never load the malloc host: a process without probes is an error\n"
+		"  --preload LIB  the malloc host to load (default: libmemprof-preload.so next to\n"
+		"             this program, or in ../lib)\n"
 		"  -v         verbose, with libbpf's own log\n"
 		"Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
-		"(no such process, no memprof probes, corrupt ELF), 3 not privileged or kernel\n"
-		"without BTF/uprobes, 4 BPF or output failure.\n",
+		"(no such process, no memprof probes, corrupt ELF, a process that cannot be\n"
+		"injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
+		"kernel without BTF/uprobes, 4 BPF or output failure.\n",
 		MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS);
 }
 
@@ -106,6 +116,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			verbose = 1;
 			continue;
 		}
+		if (!strcmp(a, "--no-inject")) {
+			o->no_inject = 1;
+			continue;
+		}
 		if (!v) {
 			die(EXIT_USAGE, "option %s needs a value (see --help)", a);
 			return -1;
@@ -119,6 +133,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			}
 		} else if (!strcmp(a, "-o")) {
 			o->out_path = v;
+		} else if (!strcmp(a, "--preload")) {
+			o->preload = v;
 		} else if (!strcmp(a, "--all-views")) {
 			o->all_views_dir = v;
 		} else if (!strcmp(a, "--view")) {
@@ -387,6 +403,92 @@ static void report_counters(const struct tracer *tr)
 			tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH);
 }
 
+/* Statuses of scan_or_inject beyond target_scan's. */
+enum { TARGET_INJECT_FAILED = 100, TARGET_INJECT_DENIED };
+
+/*
+ * The malloc host to inject: --preload, or libmemprof-preload.so next to
+ * this program, or in ../lib (where an installation puts it).
+ */
+/* out: PATH_MAX bytes. */
+static int preload_path(const struct options *o, char *out, char *err, size_t errlen)
+{
+	char self[PATH_MAX], dir[PATH_MAX];
+	const char *candidates[] = {"%s/libmemprof-preload.so", "%s/../lib/libmemprof-preload.so"};
+
+	if (o->preload) {
+		if (!realpath(o->preload, out)) {
+			snprintf(err, errlen, "--preload %.300s: %s", o->preload, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		snprintf(err, errlen, "cannot find this program's path: %s", strerror(errno));
+		return -1;
+	}
+	self[n] = 0;
+	snprintf(dir, sizeof(dir), "%s", self);
+	*strrchr(dir, '/') = 0;
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		char path[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), candidates[i], dir);
+		if (realpath(path, out) && !access(out, R_OK))
+			return 0;
+	}
+	snprintf(
+	    err, errlen,
+	    "no libmemprof-preload.so next to %.300s or in ../lib to inject; give --preload LIB",
+	    self);
+	return -1;
+}
+
+/*
+ * Find the probes; a process without them gets the malloc host loaded into
+ * it (unless --no-inject), and is scanned again.  A process that has them
+ * (preloaded, a memprof runtime, injected before) is never injected.
+ */
+static int scan_or_inject(const struct options *o, struct symbolizer *sym, struct target *t,
+			  char *err, size_t errlen)
+{
+	enum target_status st = target_scan(o->pid, sym, t, err, errlen);
+	struct inject_result res;
+	char lib[PATH_MAX];
+
+	if (st != TARGET_NO_PROBES || o->no_inject) {
+		if (st == TARGET_NO_PROBES)
+			strncat(err, "; --no-inject: not loading the malloc host",
+				errlen - strlen(err) - 1);
+		return st;
+	}
+	target_free(t);
+	if (preload_path(o, lib, err, errlen))
+		return TARGET_INJECT_FAILED;
+	switch (inject_library(o->pid, lib, &res, err, errlen)) {
+	case INJECT_OK:
+		break;
+	case INJECT_DENIED:
+		return TARGET_INJECT_DENIED;
+	default:
+		return TARGET_INJECT_FAILED;
+	}
+	fprintf(
+	    stderr,
+	    "memprof-bpf: note: process %d had no memprof probes: loaded %s into it (its thread "
+	    "%d paused %.2f ms); it stays loaded after detach\n",
+	    (int)o->pid, lib, (int)res.tid, res.pause_ms);
+	if (verbose)
+		fprintf(stderr, "memprof-bpf: injection: %u interruption(s), %.2f ms in all\n",
+			res.attempts, res.total_ms);
+	st = target_scan(o->pid, sym, t, err, errlen);
+	if (st == TARGET_NO_PROBES)
+		snprintf(err, errlen, "process %d: %.300s was loaded but shows no memprof probes",
+			 (int)o->pid, lib);
+	return st;
+}
+
 static int run(const struct options *o, struct symbolizer *sym)
 {
 	char err[ERR_LEN];
@@ -398,9 +500,15 @@ static int run(const struct options *o, struct symbolizer *sym)
 		return die(EXIT_TARGET, "no process with pid %d", (int)o->pid);
 	if (environ_check_privileges(err, sizeof(err)) || environ_check_kernel(err, sizeof(err)))
 		return die(EXIT_DENIED, "%s", err);
-	switch (target_scan(o->pid, sym, &t, err, sizeof(err))) {
+	switch (scan_or_inject(o, sym, &t, err, sizeof(err))) {
 	case TARGET_OK:
 		break;
+	case TARGET_INJECT_FAILED:
+		target_free(&t);
+		return die(EXIT_TARGET, "%s", err);
+	case TARGET_INJECT_DENIED:
+		target_free(&t);
+		return die(EXIT_DENIED, "%s", err);
 	case TARGET_NO_ACCESS:
 		target_free(&t);
 		return die(EXIT_DENIED, "%s", err);
