@@ -161,14 +161,19 @@ __attribute__((visibility("hidden"), used)) void *got_dlopen_and_rescan(const ch
 	return h;
 }
 
-/* ---- Rewriting one object's slots ---- */
+/* ---- Reading a loaded object ---- */
 
 struct object_view {
 	uintptr_t bias, lo, hi;	      /* load bias, extent of the PT_LOAD segments */
 	uintptr_t relro_lo, relro_hi; /* pages the loader made read-only */
+	const ElfW(Dyn) * dyn;
 	const ElfW(Sym) * symtab;
 	const char *strtab;
 	size_t strsz;
+	const uint32_t *gnu_hash, *sysv_hash;
+	const ElfW(Rela) * jmprel, *rela;
+	size_t jmprel_sz, rela_sz;
+	int pltrel_is_rela;
 };
 
 /* A d_ptr: relocated in place by the loader, except in some objects. */
@@ -176,6 +181,162 @@ static uintptr_t dyn_ptr(const struct object_view *o, ElfW(Addr) p)
 {
 	return p < o->bias ? o->bias + p : p;
 }
+
+/* 0, or -1 for an object without what we read (no dynamic symbols). */
+static int object_view_init(const struct dl_phdr_info *info, struct object_view *o)
+{
+	*o = (struct object_view){.bias = info->dlpi_addr, .lo = UINTPTR_MAX, .pltrel_is_rela = 1};
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = o->bias + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD) {
+			if (s < o->lo)
+				o->lo = s;
+			if (s + ph->p_memsz > o->hi)
+				o->hi = s + ph->p_memsz;
+		} else if (ph->p_type == PT_DYNAMIC) {
+			o->dyn = (const ElfW(Dyn) *)s;
+		} else if (ph->p_type == PT_GNU_RELRO) {
+			o->relro_lo = s & ~(page_size - 1);
+			o->relro_hi = (s + ph->p_memsz) & ~(page_size - 1);
+		}
+	}
+	if (!o->dyn || o->lo == getauxval(AT_SYSINFO_EHDR))
+		return -1; /* nothing dynamic, or the vDSO */
+	for (const ElfW(Dyn) *d = o->dyn; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			o->symtab = (const ElfW(Sym) *)dyn_ptr(o, d->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			o->strtab = (const char *)dyn_ptr(o, d->d_un.d_ptr);
+			break;
+		case DT_STRSZ:
+			o->strsz = d->d_un.d_val;
+			break;
+		case DT_GNU_HASH:
+			o->gnu_hash = (const uint32_t *)dyn_ptr(o, d->d_un.d_ptr);
+			break;
+		case DT_HASH:
+			o->sysv_hash = (const uint32_t *)dyn_ptr(o, d->d_un.d_ptr);
+			break;
+		case DT_JMPREL:
+			o->jmprel = (const ElfW(Rela) *)dyn_ptr(o, d->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			o->jmprel_sz = d->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			o->pltrel_is_rela = d->d_un.d_val == DT_RELA;
+			break;
+		case DT_RELA:
+			o->rela = (const ElfW(Rela) *)dyn_ptr(o, d->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			o->rela_sz = d->d_un.d_val;
+			break;
+		default:
+			break;
+		}
+	}
+	return o->symtab && o->strtab ? 0 : -1;
+}
+
+static int symbol_is(const struct object_view *o, const ElfW(Sym) * s, const char *name)
+{
+	return s->st_name < o->strsz && !strcmp(o->strtab + s->st_name, name);
+}
+
+/* The object's own definition of a function (not an undefined reference,
+ * even one with a value: a canonical PLT entry), or NULL. */
+static const ElfW(Sym) * object_definition(const struct object_view *o, const char *name)
+{
+	const ElfW(Sym) *found = NULL;
+
+	if (o->gnu_hash) {
+		uint32_t h = 5381;
+		for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+			h = h * 33 + *c;
+		uint32_t nbuckets = o->gnu_hash[0], symoffset = o->gnu_hash[1];
+		uint32_t bloom_size = o->gnu_hash[2];
+		const uint32_t *buckets =
+		    o->gnu_hash + 4 + bloom_size * (sizeof(ElfW(Addr)) / sizeof(uint32_t));
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t i = nbuckets ? buckets[h % nbuckets] : 0;
+		for (; i >= symoffset && i != 0; i++) {
+			uint32_t ch = chain[i - symoffset];
+			if ((ch | 1) == (h | 1) && symbol_is(o, &o->symtab[i], name)) {
+				found = &o->symtab[i];
+				break;
+			}
+			if (ch & 1)
+				break;
+		}
+	} else if (o->sysv_hash) {
+		uint32_t h = 0;
+		for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+			h = (h << 4) + *c;
+			uint32_t g = h & 0xf0000000u;
+			h = (h ^ (g >> 24)) & ~g;
+		}
+		uint32_t nbucket = o->sysv_hash[0];
+		const uint32_t *bucket = o->sysv_hash + 2, *chain = bucket + nbucket;
+		for (uint32_t i = nbucket ? bucket[h % nbucket] : 0; i; i = chain[i])
+			if (symbol_is(o, &o->symtab[i], name)) {
+				found = &o->symtab[i];
+				break;
+			}
+	}
+	if (!found || found->st_shndx == SHN_UNDEF || found->st_value == 0 ||
+	    (ELF64_ST_TYPE(found->st_info) != STT_FUNC &&
+	     ELF64_ST_TYPE(found->st_info) != STT_GNU_IFUNC))
+		return NULL;
+	return found;
+}
+
+struct definition_query {
+	const char *name;
+	uintptr_t addr;
+	int self;
+	int skip_self;
+};
+
+static int find_definition(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct definition_query *q = arg;
+	struct object_view o;
+	const ElfW(Sym) * s;
+
+	(void)size;
+	if (object_view_init(info, &o))
+		return 0;
+	int is_self = self_lo >= o.lo && self_lo < o.hi;
+	if (is_self && q->skip_self)
+		return 0;
+	s = object_definition(&o, q->name);
+	if (!s)
+		return 0;
+	if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC)
+		return 0; /* not the malloc family: leave it to dlsym */
+	q->addr = o.bias + s->st_value;
+	q->self = is_self;
+	return 1;
+}
+
+uintptr_t got_first_definition(const char *name, int skip_self, int *is_self)
+{
+	struct definition_query q = {.name = name, .skip_self = skip_self};
+
+	if (!page_size)
+		got_self_init();
+	dl_iterate_phdr(find_definition, &q);
+	if (is_self)
+		*is_self = q.self;
+	return q.addr;
+}
+
+/* ---- Rewriting one object's slots ---- */
 
 static const struct redirect *redirect_of(const struct object_view *o, uint32_t sym)
 {
@@ -231,9 +392,10 @@ static void consider_relocs(const struct object_view *o, const ElfW(Rela) * rel,
 			continue;
 		_Atomic uintptr_t *slot = (_Atomic uintptr_t *)(o->bias + rel[i].r_offset);
 		uintptr_t v = atomic_load_explicit(slot, memory_order_relaxed);
-		int unbound = o->symtab[sym].st_shndx == SHN_UNDEF && v >= o->lo && v < o->hi;
+		/* Not bound yet (lazy binding: its PLT), or a canonical PLT entry. */
+		int own = o->symtab[sym].st_shndx == SHN_UNDEF && v >= o->lo && v < o->hi;
 
-		if (v == r->ours || (v != r->theirs && !unbound))
+		if (v == r->ours || (v != r->theirs && !own))
 			continue;
 		if (b->n == (int)(sizeof(b->slot) / sizeof(b->slot[0])))
 			batch_flush(o, b);
@@ -246,73 +408,21 @@ static void consider_relocs(const struct object_view *o, const ElfW(Rela) * rel,
 
 static int redirect_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct object_view o = {.bias = info->dlpi_addr, .lo = UINTPTR_MAX};
-	const ElfW(Dyn) *dyn = NULL;
-	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
-	size_t jmprel_sz = 0, rela_sz = 0;
-	int pltrel_is_rela = 1;
+	struct object_view o;
 	struct slot_batch batch = {.n = 0};
 
 	(void)size;
 	(void)arg;
 	/* The loader's count of objects added, as of this rescan. */
 	atomic_store_explicit(&objects_added, info->dlpi_adds, memory_order_relaxed);
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t s = o.bias + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD) {
-			if (s < o.lo)
-				o.lo = s;
-			if (s + ph->p_memsz > o.hi)
-				o.hi = s + ph->p_memsz;
-		} else if (ph->p_type == PT_DYNAMIC) {
-			dyn = (const ElfW(Dyn) *)s;
-		} else if (ph->p_type == PT_GNU_RELRO) {
-			o.relro_lo = s & ~(page_size - 1);
-			o.relro_hi = (s + ph->p_memsz) & ~(page_size - 1);
-		}
-	}
-	if (!dyn || (self_lo >= o.lo && self_lo < o.hi))
-		return 0; /* no dynamic section, or this library */
-	if (o.bias == getauxval(AT_BASE) || o.lo == getauxval(AT_SYSINFO_EHDR))
-		return 0; /* the dynamic loader, the vDSO */
-	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB:
-			o.symtab = (const ElfW(Sym) *)dyn_ptr(&o, d->d_un.d_ptr);
-			break;
-		case DT_STRTAB:
-			o.strtab = (const char *)dyn_ptr(&o, d->d_un.d_ptr);
-			break;
-		case DT_STRSZ:
-			o.strsz = d->d_un.d_val;
-			break;
-		case DT_JMPREL:
-			jmprel = (const ElfW(Rela) *)dyn_ptr(&o, d->d_un.d_ptr);
-			break;
-		case DT_PLTRELSZ:
-			jmprel_sz = d->d_un.d_val;
-			break;
-		case DT_PLTREL:
-			pltrel_is_rela = d->d_un.d_val == DT_RELA;
-			break;
-		case DT_RELA:
-			rela = (const ElfW(Rela) *)dyn_ptr(&o, d->d_un.d_ptr);
-			break;
-		case DT_RELASZ:
-			rela_sz = d->d_un.d_val;
-			break;
-		default:
-			break;
-		}
-	}
-	if (!o.symtab || !o.strtab)
+	if (object_view_init(info, &o))
 		return 0;
-	if (jmprel && pltrel_is_rela)
-		consider_relocs(&o, jmprel, jmprel_sz, &batch);
-	if (rela)
-		consider_relocs(&o, rela, rela_sz, &batch);
+	if ((self_lo >= o.lo && self_lo < o.hi) || o.bias == getauxval(AT_BASE))
+		return 0; /* this library, the dynamic loader */
+	if (o.jmprel && o.pltrel_is_rela)
+		consider_relocs(&o, o.jmprel, o.jmprel_sz, &batch);
+	if (o.rela)
+		consider_relocs(&o, o.rela, o.rela_sz, &batch);
 	batch_flush(&o, &batch);
 	return 0;
 }
@@ -367,34 +477,46 @@ void got_poll_slow(void)
 		rescan_all();
 }
 
-/* Our end of each redirection: the hidden aliases of interpose.c. */
-static void set_redirect(int i, const char *name, void *ours)
+void got_self_init(void)
+{
+	Dl_info info;
+
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	if (dladdr((void *)got_self_init, &info))
+		self_lo = (uintptr_t)info.dli_fbase;
+}
+
+/* Our end of each redirection (the hidden aliases of interpose.c), and the
+ * program's: the allocator we delegate to. */
+static void set_redirect(int i, const char *name, void *ours, void *theirs)
 {
 	redirects[i].name = name;
-	redirects[i].theirs = (uintptr_t)dlsym(RTLD_DEFAULT, name);
+	redirects[i].theirs = (uintptr_t)theirs;
 	/* Nothing of that name in the process: nothing to redirect. */
-	redirects[i].ours = redirects[i].theirs ? (uintptr_t)ours : 0;
+	redirects[i].ours = theirs ? (uintptr_t)ours : 0;
 }
 
 void got_redirect_init(void)
 {
-	Dl_info info;
 	int i = 0;
 
-	page_size = (size_t)sysconf(_SC_PAGESIZE);
-	if (dladdr((void *)got_redirect_init, &info))
-		self_lo = (uintptr_t)info.dli_fbase;
-	set_redirect(i++, "malloc", (void *)preload_malloc);
-	set_redirect(i++, "free", (void *)preload_free);
-	set_redirect(i++, "calloc", (void *)preload_calloc);
-	set_redirect(i++, "realloc", (void *)preload_realloc);
-	set_redirect(i++, "reallocarray", (void *)preload_reallocarray);
-	set_redirect(i++, "posix_memalign", (void *)preload_posix_memalign);
-	set_redirect(i++, "aligned_alloc", (void *)preload_aligned_alloc);
-	set_redirect(i++, "memalign", (void *)preload_memalign);
-	set_redirect(i++, "valloc", (void *)preload_valloc);
-	set_redirect(i++, "pvalloc", (void *)preload_pvalloc);
-	set_redirect(i++, "malloc_usable_size", (void *)preload_malloc_usable_size);
-	got_real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_DEFAULT, "dlopen");
-	set_redirect(i++, "dlopen", got_real_dlopen ? (void *)got_dlopen_thunk : NULL);
+	if (!page_size)
+		got_self_init();
+	set_redirect(i++, "malloc", (void *)preload_malloc, (void *)next.malloc);
+	set_redirect(i++, "free", (void *)preload_free, (void *)next.free);
+	set_redirect(i++, "calloc", (void *)preload_calloc, (void *)next.calloc);
+	set_redirect(i++, "realloc", (void *)preload_realloc, (void *)next.realloc);
+	set_redirect(i++, "reallocarray", (void *)preload_reallocarray,
+		     (void *)got_first_definition("reallocarray", 1, NULL));
+	set_redirect(i++, "posix_memalign", (void *)preload_posix_memalign,
+		     (void *)next.posix_memalign);
+	set_redirect(i++, "aligned_alloc", (void *)preload_aligned_alloc,
+		     (void *)next.aligned_alloc);
+	set_redirect(i++, "memalign", (void *)preload_memalign, (void *)next.memalign);
+	set_redirect(i++, "valloc", (void *)preload_valloc, (void *)next.valloc);
+	set_redirect(i++, "pvalloc", (void *)preload_pvalloc, (void *)next.pvalloc);
+	set_redirect(i++, "malloc_usable_size", (void *)preload_malloc_usable_size,
+		     (void *)next.malloc_usable_size);
+	got_real_dlopen = (void *(*)(const char *, int))got_first_definition("dlopen", 1, NULL);
+	set_redirect(i++, "dlopen", (void *)got_dlopen_thunk, (void *)got_real_dlopen);
 }

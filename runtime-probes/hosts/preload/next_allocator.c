@@ -15,7 +15,9 @@ struct next_allocator next;
 
 static void *next_symbol(void *where, const char *name, int *missing)
 {
-	void *f = dlsym(where, name);
+	/* Injected: the program's own definition, never a canonical PLT entry. */
+	void *f = where == RTLD_DEFAULT ? (void *)got_first_definition(name, 1, NULL)
+					: dlsym(where, name);
 
 	if (!f)
 		*missing = 1;
@@ -26,8 +28,12 @@ int next_allocator_resolve(void)
 {
 	int missing = 0;
 	struct next_allocator n;
-	/* Is ours the malloc symbol lookup finds first? */
-	int injected = dlsym(RTLD_DEFAULT, "malloc") != (void *)preload_malloc;
+	/* Is ours the malloc symbol lookup finds first?  dlsym may also answer
+	 * with a non-PIE executable's canonical PLT entry: then look closer. */
+	int first_is_ours = dlsym(RTLD_DEFAULT, "malloc") == (void *)preload_malloc;
+	if (!first_is_ours)
+		got_first_definition("malloc", 0, &first_is_ours);
+	int injected = !first_is_ours;
 	void *where = injected ? RTLD_DEFAULT : RTLD_NEXT;
 
 	atomic_store_explicit(&preload_injected, injected, memory_order_relaxed);

@@ -92,6 +92,17 @@ int next_allocator_resolve(void);
 /* ---- Injected mode (got_redirect.c) ---- */
 
 extern atomic_int preload_injected;
+/* Learn where this library is (called by got_first_definition if needed). */
+void got_self_init(void);
+/*
+ * The first definition of function `name` in load order, the way the
+ * loader binds a PLT slot: undefined references are skipped, also those
+ * with a value (the canonical PLT entry of a non-PIE executable that takes
+ * the function's address, which dlsym would return).  skip_self: ignore
+ * this library.  *is_self (if not NULL): the definition is this library's.
+ * 0 if none.
+ */
+uintptr_t got_first_definition(const char *name, int skip_self, int *is_self);
 /* Learn what to redirect where (after next_allocator_resolve). */
 void got_redirect_init(void);
 /* Rewrite the GOT slots of every loaded object now. */
