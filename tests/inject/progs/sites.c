@@ -33,7 +33,12 @@ enum { SMALL, MEDIUM, GROW, CALLOC, N_SITES };
 static const char *const names[N_SITES] = {"site_small", "site_medium", "site_grow", "site_calloc"};
 static atomic_ullong words[N_SITES];
 static long rounds;
-static void *volatile sink;
+
+/* Keep an allocation the compiler could otherwise drop (malloc + free). */
+static void keep(void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
 
 static unsigned long long words_of(size_t bytes)
 {
@@ -44,9 +49,10 @@ __attribute__((noinline)) void site_small(long i)
 {
 	size_t bytes = 16 + (size_t)(i % 16) * 8;
 
-	sink = malloc(bytes);
-	memset(sink, 1, bytes);
-	free(sink);
+	void *p = malloc(bytes);
+	memset(p, 1, bytes);
+	keep(p);
+	free(p);
 	atomic_fetch_add(&words[SMALL], words_of(bytes));
 }
 
@@ -77,8 +83,9 @@ __attribute__((noinline)) void site_calloc(long i)
 {
 	size_t n = 10 + (size_t)(i % 10);
 
-	sink = calloc(n, 24);
-	free(sink);
+	void *p = calloc(n, 24);
+	keep(p);
+	free(p);
 	atomic_fetch_add(&words[CALLOC], words_of(n * 24));
 }
 
