@@ -60,7 +60,8 @@ demo: $(DEPS_STAMP)
 INJECT_PROGS_DIR := $(BUILD)/tests/inject/progs
 INJECT_PROGS := $(INJECT_PROGS_DIR)/sites $(INJECT_PROGS_DIR)/sites_cxx \
 	$(INJECT_PROGS_DIR)/libsite.so $(INJECT_PROGS_DIR)/sites.py \
-	$(INJECT_PROGS_DIR)/static_wait $(INJECT_PROGS_DIR)/seccomp_wait
+	$(INJECT_PROGS_DIR)/static_wait $(INJECT_PROGS_DIR)/seccomp_wait \
+	$(INJECT_PROGS_DIR)/syscalls
 INJECT_PROG_FLAGS := -O1 -g -rdynamic -fno-optimize-sibling-calls
 INJECT_PROG_HDRS := tests/inject/progs/go_wait.h
 
@@ -83,6 +84,10 @@ $(INJECT_PROGS_DIR)/sites.py: tests/inject/progs/sites.py
 $(INJECT_PROGS_DIR)/static_wait: tests/inject/progs/static_wait.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(WARN) -O1 -static -o $@ $<
+
+$(INJECT_PROGS_DIR)/syscalls: tests/inject/progs/syscalls.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $< -lpthread
 
 $(INJECT_PROGS_DIR)/seccomp_wait: tests/inject/progs/seccomp_wait.c
 	@mkdir -p $(@D)

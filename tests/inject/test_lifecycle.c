@@ -3,7 +3,7 @@
  * allocated before the injection freed, reallocated and sized after it;
  * inject, detach, attach again (no second injection); a fork after the
  * injection; a library dlopen'ed after the injection (its calls redirected
- * too).
+ * too); a thread blocked in a system call when the injector uses it.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -133,4 +133,38 @@ Test(inject, dlopen_after_the_injection)
 	outcome_free(&o);
 	free(plain);
 	session_end(&s);
+}
+
+/* The thread used is blocked in a system call: it restarts as if never stopped. */
+static void inject_during(const char *call)
+{
+	const char *argv[] = {INJECT_PROGS "/syscalls", call, NULL};
+	struct session s;
+	pid_t loader;
+	int status;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	const char *extra[] = {"-d", "0.2", "-o", "/dev/null", NULL};
+	const char *log = session_loader(&s, extra, 0, &loader, &status);
+	char *text = slurp(log);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_OK, "%s", text);
+	cr_expect_not_null(strstr(text, "loaded "), "%s", text);
+	free(text);
+	int pstatus = session_wait(s.prog);
+	char *out = slurp(s.out);
+	cr_expect(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x", pstatus);
+	cr_expect_str_eq(out, "result=ok\n");
+	free(out);
+	session_end(&s);
+}
+
+Test(inject, a_blocked_nanosleep_restarts)
+{
+	inject_during("sleep");
+}
+
+Test(inject, a_blocked_read_restarts)
+{
+	inject_during("read");
 }
