@@ -2,7 +2,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "inject_util.h"
+#include "testlib.h"
 
 /* How long a loader may take to report that the target samples. */
 #define SAMPLING_TIMEOUT_S 60
@@ -243,9 +243,9 @@ void check_site_shares(const char *program_out, const char *folded, double min_s
 	cr_assert_geq(total_n, min_samples, "only %.0f samples in the sites", total_n);
 	for (int i = 0; i < t.n; i++) {
 		double p = t.words[i] / total_words;
-		double sd = sqrt(total_n * p * (1 - p));
-		cr_expect(fabs(t.samples[i] - total_n * p) <= INJECT_SIGMAS * sd,
-			  "%s: %.0f samples, expected %.1f +- %.1f (exact share %.4f)", t.name[i],
-			  t.samples[i], total_n * p, sd, p);
+		cr_expect(within_binomial(t.samples[i], total_n, p),
+			  "%s: %.0f samples, expected %.1f +- %.1f (%g sd; exact share %.4f)",
+			  t.name[i], t.samples[i], total_n * p, binomial_bound(total_n, p),
+			  TEST_SIGMAS, p);
 	}
 }

@@ -16,7 +16,6 @@
 #define INJECT_RATE "0.001"
 /* Bytes one sample stands for at rate 0.001: 8 * round(65536 / 0.001) >> 16. */
 #define INJECT_BYTES_PER_SAMPLE 8000.0
-#define INJECT_SIGMAS 5.7
 #define INJECT_MAX_SITES 8
 
 struct session {
@@ -58,7 +57,8 @@ int maps_count(pid_t pid, const char *needle);
  * stacks in bytes.  A stack belongs to the innermost of its frames named
  * like a site.  Given the samples of all the sites together, each site's
  * count is binomial with the site's share of the words: check it within
- * 5.7 standard deviations, and that at least min_samples were taken.
+ * TEST_SIGMAS (5.7) standard deviations, and that at least min_samples were
+ * taken.
  */
 void check_site_shares(const char *program_out, const char *folded, double min_samples);
 
