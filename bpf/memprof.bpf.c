@@ -190,7 +190,7 @@ static __always_inline __u32 stacks_intern(const struct user_stack *s)
 }
 
 static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 samples,
-				     __u64 bytes)
+				     __u64 bytes, __u64 objects_q16)
 {
 	struct memprof_stack_agg *a = bpf_map_lookup_elem(&stack_aggs, &stack_id);
 
@@ -198,6 +198,7 @@ static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 
 		return;
 	__sync_fetch_and_add(&a->samples[v], samples);
 	__sync_fetch_and_add(&a->bytes[v], bytes);
+	__sync_fetch_and_add(&a->objects_q16[v], objects_q16);
 }
 
 static __always_inline __u32 sample_stack(__u64 stack_ptr, __u64 stack_len)
@@ -228,11 +229,13 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 
 	b.size_words = size_words;
 	b.n_samples = n_samples;
 	b.est_bytes = est;
+	/* Objects this sample stands for: n / (rate * size), unbiased per block. */
+	b.est_objects_q16 = n_samples * inv_rate_q16 / (size_words ? size_words : 1);
 	b.alloc_ns = bpf_ktime_get_ns();
 	b.stack_id = sample_stack(stack_ptr, stack_len);
 	if (MEMPROF_PROBE_KIND(kind_source) == MEMPROF_PROBE_KIND_MAJOR)
 		b.flags = MEMPROF_BLOCK_BORN_MAJOR;
-	aggs_add(b.stack_id, MEMPROF_VIEW_ALLOC, n_samples, est);
+	aggs_add(b.stack_id, MEMPROF_VIEW_ALLOC, n_samples, est, b.est_objects_q16);
 	err = bpf_map_update_elem(&blocks, &id, &b, BPF_NOEXIST);
 	if (err == -ERR_KEY_EXISTS) {
 		count(MEMPROF_CNT_DUPLICATE_IDS);
@@ -242,7 +245,7 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 
 		count(MEMPROF_CNT_DROP_BLOCKS_FULL);
 		return 0;
 	}
-	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est);
+	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
 	return 0;
 }
 
@@ -263,7 +266,8 @@ int BPF_USDT(memprof_promote, __u64 id)
 		count(MEMPROF_CNT_DOUBLE_PROMOTES);
 		return 0;
 	}
-	aggs_add(b->stack_id, MEMPROF_VIEW_PROMOTED, b->n_samples, b->est_bytes);
+	aggs_add(b->stack_id, MEMPROF_VIEW_PROMOTED, b->n_samples, b->est_bytes,
+		 b->est_objects_q16);
 	return 0;
 }
 
@@ -271,7 +275,7 @@ SEC("usdt")
 int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 {
 	struct memprof_block *b;
-	__u64 n, est;
+	__u64 n, est, obj;
 	__u32 stack_id;
 
 	if (!is_target())
@@ -284,6 +288,7 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	}
 	n = b->n_samples;
 	est = b->est_bytes;
+	obj = b->est_objects_q16;
 	stack_id = b->stack_id;
 	if (bpf_map_delete_elem(&blocks, &id)) {
 		/* Someone else reported this death first. */
@@ -292,8 +297,8 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	}
 	/* Died young (OCaml's dealloc_minor): the short view. */
 	if (kind == MEMPROF_PROBE_KIND_MINOR)
-		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est);
-	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est);
+		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est, obj);
+	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est, -obj);
 	return 0;
 }
 

@@ -62,19 +62,22 @@ struct memprof_stack {
 };
 
 /*
- * Estimated bytes of one sample event: n_samples * inv_rate_q16 * 8 >> 16.
+ * Estimated bytes of one sample event: n_samples * inv_rate_q16 * 8 >> 16;
+ * estimated objects, in 1/65536 units: n_samples * inv_rate_q16 / size_words.
  * Live is raised at sample time and lowered at death.
  */
 struct memprof_stack_agg {
 	__u64 samples[MEMPROF_N_VIEWS];
 	__u64 bytes[MEMPROF_N_VIEWS];
+	__u64 objects_q16[MEMPROF_N_VIEWS];
 };
 
 struct memprof_block {
 	__u64 size_words;
 	__u64 n_samples;
 	__u64 est_bytes;
-	__u64 alloc_ns; /* bpf_ktime_get_ns at the sample */
+	__u64 alloc_ns;	       /* bpf_ktime_get_ns at the sample */
+	__u64 est_objects_q16; /* objects it stands for, 1/65536 units */
 	__u32 stack_id;
 	__u32 flags; /* MEMPROF_BLOCK_* */
 };

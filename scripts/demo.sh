@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # make demo: run the bundled workload (build/workload-sites), attach
 # memprof-bpf to it for a few seconds, write the four views as
-# build/demo/<view>.folded and print the top allocation sites of each; then
-# the same with the bundled OCaml program, into build/demo/ocaml/<view>.folded.
+# build/demo/<view>.folded, the alloc view as an interactive flame graph
+# (build/demo/alloc.svg), every view as pprof (build/demo/profile.pb.gz)
+# and the text report (build/demo/report.txt), and print the top
+# allocation sites of each view; then the same with the bundled OCaml
+# program, into build/demo/ocaml/<view>.folded.
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -23,7 +26,7 @@ die() {
 [ -x "$LOADER" ] || die "$LOADER is not built"
 
 mkdir -p "$OUT"
-rm -f "$OUT"/*.folded "$OUT/ready"
+rm -f "$OUT"/*.folded "$OUT/ready" "$OUT/alloc.svg" "$OUT/report.txt" "$OUT/profile.pb.gz"
 "$WORKLOAD" --seconds "$((TRACE_SECONDS + 30))" --ready-file "$OUT/ready" >"$OUT/workload.txt" &
 workload=$!
 trap 'kill "$workload" 2>/dev/null || true' EXIT
@@ -35,6 +38,7 @@ done
 
 echo "demo: tracing workload-sites (pid $workload) for ${TRACE_SECONDS}s at rate $RATE"
 "$LOADER" attach "$workload" -d "$TRACE_SECONDS" --rate "$RATE" --all-views "$OUT" \
+	-o "$OUT/alloc.svg" -o "$OUT/report.txt" -o "$OUT/profile.pb.gz" \
 	2>"$OUT/memprof-bpf.log" || die "memprof-bpf failed: $(tail -n 1 "$OUT/memprof-bpf.log")"
 kill -TERM "$workload"
 wait "$workload" || true
@@ -64,7 +68,7 @@ top_sites() {
 			exit
 		}
 		for (s in sum)
-			printf "%d %s\n", sum[s], s
+			printf "%.0f %s\n", sum[s], s
 	}' "$1" | sort -rn | head -n "$TOP" | awk '
 		NF == 2 { printf "    %12.1f KiB  %s\n", $1 / 1024, $2 }
 		NF != 2 { print }'
@@ -76,6 +80,10 @@ for view in alloc live promoted short; do
 	echo "== $view: $file"
 	top_sites "$file"
 done
+echo
+echo "== flame graph of the alloc view: $OUT/alloc.svg (open it in a browser: click to zoom, Search)"
+echo "== text report with 95% intervals: $OUT/report.txt; every view as pprof: $OUT/profile.pb.gz"
+echo "   (go tool pprof -sample_index=inuse_space -top $OUT/profile.pb.gz)"
 echo
 echo "== what the workload itself counted (words, headers included; all its run):"
 sed 's/^/    /' "$OUT/workload.txt"

@@ -7,6 +7,7 @@ packages=(
 	build-essential clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	systemtap-sdt-dev libcriterion-dev libunwind-dev libdw-dev pkg-config
 	valgrind binutils sqlite3 heaptrack zstd ocaml-nox ocaml-findlib
+	libprotobuf-c-dev protobuf-c-compiler golang-go libc6-dbg libxml2-utils
 )
 if [ "$#" -gt 0 ]; then
 	packages+=("$@")

@@ -3,16 +3,32 @@
 # a deterministic probe trigger in tests/attach/progs/, the workloads).
 
 LOADER := $(BUILD)/memprof-bpf
+# The pprof encoder: C from userspace/profile.proto (protoc-c).
+PPROF_GEN_DIR := $(BUILD)/gen/userspace
+PPROF_GEN_C := $(PPROF_GEN_DIR)/profile.pb-c.c
+PPROF_GEN_H := $(PPROF_GEN_DIR)/profile.pb-c.h
+PPROF_GEN_OBJ := $(BUILD)/obj/gen/profile.pb-c.o
 # Every userspace/*.c but main.c is also linked into the attach tests.
 LOADER_LIB_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
-LOADER_LIB_OBJS := $(LOADER_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LOADER_LIB_OBJS := $(LOADER_LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(PPROF_GEN_OBJ)
 LOADER_OBJS := $(BUILD)/obj/userspace/main.o $(LOADER_LIB_OBJS)
-LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libelf) $(call pkg_libs,zlib)
+# libdw/libdwfl symbolize, protobuf-c encodes pprof, zlib gzips it, and
+# libstdc++ demangles C++ (userspace/demangle.c says why).
+LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libdw) $(call pkg_libs,libelf) \
+	$(call pkg_libs,libprotobuf-c) $(call pkg_libs,zlib) -lstdc++ -lm
 
-EXTRA_CFLAGS_userspace/ := -I$(BUILD) -Ibpf
+EXTRA_CFLAGS_userspace/ := -I$(BUILD) -Ibpf -I$(PPROF_GEN_DIR)
 
-# The loader includes the generated skeleton.
-$(LOADER_OBJS): $(BPF_SKEL) bpf/memprof_maps.h
+# The loader includes the generated skeleton and the generated encoder.
+$(LOADER_OBJS): $(BPF_SKEL) bpf/memprof_maps.h $(PPROF_GEN_H)
+
+$(PPROF_GEN_C) $(PPROF_GEN_H) &: userspace/profile.proto | $(DEPS_STAMP)
+	@mkdir -p $(PPROF_GEN_DIR)
+	protoc-c --proto_path=userspace --c_out=$(PPROF_GEN_DIR) userspace/profile.proto
+
+$(PPROF_GEN_OBJ): $(PPROF_GEN_C) $(PPROF_GEN_H)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(PPROF_GEN_DIR) -c $< -o $@
 
 $(LOADER): $(LOADER_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LOADER_LIBS)
@@ -95,3 +111,32 @@ $(INJECT_PROGS_DIR)/seccomp_wait: tests/inject/progs/seccomp_wait.c
 
 EXTRA_CFLAGS_tests/inject/ := -DINJECT_BUILD_DIR='"$(BUILD)"' -Iuserspace
 TEST_NEEDS_inject = $(LOADER) $(PRELOAD_SO) $(INJECT_PROGS)
+
+# ---- tests/output/progs: programs with known allocation sites, run under the
+# malloc host, whose profiles the output tests read (pprof through go tool
+# pprof, the SVG, the text report) ----
+OUTPUT_PROGS_DIR := $(BUILD)/tests/output/progs
+OUTPUT_PROG_C := $(wildcard tests/output/progs/*.c)
+OUTPUT_PROG_CXX := $(wildcard tests/output/progs/*.cpp)
+OUTPUT_PROGS := $(OUTPUT_PROG_C:tests/output/progs/%.c=$(OUTPUT_PROGS_DIR)/%) \
+	$(OUTPUT_PROG_CXX:tests/output/progs/%.cpp=$(OUTPUT_PROGS_DIR)/%)
+# -O2 -g: optimised code with DWARF (inline frames, lines).
+OUTPUT_PROG_FLAGS := -O2 -g -Iruntime-probes/include -Itests/output/progs
+OUTPUT_PROG_LINK := -L$(BUILD) -lmemprof-preload -Wl,-rpath,'$$ORIGIN/../../..'
+
+$(OUTPUT_PROGS_DIR)/%: tests/output/progs/%.c tests/output/progs/wait_tracer.h $(PRELOAD_SO) \
+		$(PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(OUTPUT_PROG_FLAGS) -o $@ $< $(OUTPUT_PROG_LINK)
+
+$(OUTPUT_PROGS_DIR)/%: tests/output/progs/%.cpp tests/output/progs/wait_tracer.h $(PRELOAD_SO) \
+		$(PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	g++ -std=c++17 $(WARN) $(OUTPUT_PROG_FLAGS) -o $@ $< $(OUTPUT_PROG_LINK)
+
+ALL_TARGETS += $(OUTPUT_PROGS)
+
+EXTRA_CFLAGS_tests/output/ := -Iuserspace -Ibpf -I$(PPROF_GEN_DIR)
+TEST_LIBS_output := $(LOADER_LIB_OBJS)
+TEST_LDLIBS_output = $(LOADER_LIBS)
+TEST_NEEDS_output = $(LOADER) $(PRELOAD_SO) $(OUTPUT_PROGS)

@@ -1,14 +1,13 @@
 /* Symbolize, merge and print the folded stacks of one view. */
 #include "folded.h"
 
+#include "profile.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const memprof_view_names[MEMPROF_N_VIEWS] = MEMPROF_VIEW_NAMES;
-
-#define FRAME_MAX 512
-#define UNKNOWN_STACK_FRAME "[stack-unavailable]"
 
 struct folded_line {
 	char *stack;
@@ -23,40 +22,36 @@ int memprof_view_parse(const char *s)
 	return -1;
 }
 
-/* Root-first frames joined by ';'.  malloc'ed. */
-static char *stack_string(const struct memprof_stack *s, struct symbolizer *sym)
+/*
+ * Root-first frames joined by ';' (in names ';' becomes ':', and line breaks
+ * and tabs spaces).  malloc'ed.
+ */
+static char *stack_string(const struct profile_stack *s)
 {
-	size_t len = 0, cap = 256;
-	char *out = malloc(cap), frame[FRAME_MAX];
-	uint32_t depth = s->len > MEMPROF_STACK_DEPTH ? MEMPROF_STACK_DEPTH : s->len;
+	const char *names[PROFILE_MAX_NAMES];
+	size_t n = profile_stack_names(s, names, PROFILE_MAX_NAMES), len = 0;
+	char *out;
 
+	for (size_t i = 0; i < n; i++)
+		len += strlen(names[i]) + 1;
+	out = malloc(len + 1);
 	if (!out)
 		return NULL;
-	out[0] = '\0';
-	if (!depth)
-		return strcpy(out, UNKNOWN_STACK_FRAME);
-	for (uint32_t i = depth; i-- > 0;) {
-		size_t flen;
+	len = 0;
+	for (size_t i = n; i-- > 0;) {
+		size_t flen = strlen(names[i]);
 
-		symbolizer_frame(sym, s->pcs[i], frame, sizeof(frame));
-		flen = strlen(frame);
-		if (len + flen + 2 > cap) {
-			char *p;
-
-			while (len + flen + 2 > cap)
-				cap *= 2;
-			p = realloc(out, cap);
-			if (!p) {
-				free(out);
-				return NULL;
-			}
-			out = p;
-		}
 		if (len)
 			out[len++] = ';';
-		memcpy(out + len, frame, flen + 1);
-		len += flen;
+		for (size_t k = 0; k < flen; k++) {
+			char c = names[i][k];
+
+			out[len++] = c == ';'				     ? ':'
+				     : (c == '\n' || c == '\t' || c == '\r') ? ' '
+									     : c;
+		}
 	}
+	out[len] = '\0';
 	return out;
 }
 
@@ -66,28 +61,23 @@ static int line_cmp(const void *a, const void *b)
 		      ((const struct folded_line *)b)->stack);
 }
 
-long folded_write(FILE *out, const struct memprof_stack *stacks,
-		  const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym,
-		  enum memprof_view v)
+long folded_write(FILE *out, const struct profile *p, enum memprof_view v)
 {
-	struct folded_line *lines = calloc(n ? n : 1, sizeof(*lines));
+	struct folded_line *lines = calloc(p->n_stacks ? p->n_stacks : 1, sizeof(*lines));
 	size_t n_lines = 0, kept = 0;
 	long rc = 0;
 
 	if (!lines)
 		return -1;
-	for (uint32_t id = 0; id < n; id++) {
-		/* Live is raised and lowered concurrently: read it as signed. */
-		int64_t w = (int64_t)aggs[id].bytes[v];
-
-		if (w <= 0)
+	for (size_t i = 0; i < p->n_stacks; i++) {
+		if (p->stacks[i].bytes[v] <= 0)
 			continue;
-		lines[n_lines].stack = stack_string(&stacks[id], sym);
+		lines[n_lines].stack = stack_string(&p->stacks[i]);
 		if (!lines[n_lines].stack) {
 			rc = -1;
 			goto out;
 		}
-		lines[n_lines++].weight = (uint64_t)w;
+		lines[n_lines++].weight = (uint64_t)p->stacks[i].bytes[v];
 	}
 	if (n_lines)
 		qsort(lines, n_lines, sizeof(*lines), line_cmp);

@@ -10,7 +10,6 @@
 
 #include <linux/types.h>
 #include "memprof_maps.h"
-#include "symbolize.h"
 
 /* The views are the kernel's aggregates (enum memprof_view, memprof_maps.h). */
 extern const char *const memprof_view_names[MEMPROF_N_VIEWS];
@@ -18,13 +17,14 @@ extern const char *const memprof_view_names[MEMPROF_N_VIEWS];
 /* The view named s, or -1. */
 int memprof_view_parse(const char *s);
 
+struct profile;
+
 /*
- * Write view v of stacks[0..n) to out, one line per distinct symbolized
- * stack, sorted, weights in estimated bytes; zero weights are left out.
- * Returns the number of lines, or -1 on a write or memory error.
+ * Write view v of profile p to out, one line per distinct symbolized stack
+ * (inline frames included), sorted, weights in estimated bytes; zero
+ * weights are left out.  Returns the number of lines, or -1 on a write or
+ * memory error.
  */
-long folded_write(FILE *out, const struct memprof_stack *stacks,
-		  const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym,
-		  enum memprof_view v);
+long folded_write(FILE *out, const struct profile *p, enum memprof_view v);
 
 #endif

@@ -21,6 +21,7 @@
 #include "exit_codes.h"
 #include "folded.h"
 #include "inject.h"
+#include "output.h"
 #include "target.h"
 #include "tracer.h"
 
@@ -36,14 +37,18 @@ static int verbose;
 
 struct options {
 	pid_t pid;
-	double seconds; /* 0: until the target exits or a signal */
-	const char *out_path;
+	double seconds;				 /* 0: until the target exits or a signal */
+	const char *out_paths[OUTPUT_MAX_FILES]; /* -o, repeatable */
+	int n_out;
 	const char *all_views_dir;
 	enum memprof_view view;
 	double rate;
 	uint32_t max_blocks; /* 0: the default size of the block map */
 	int no_inject;	     /* refuse a process without probes instead of injecting */
 	const char *preload; /* library to inject, NULL: found next to the loader */
+	/* Output format and symbolization (userspace/output.c). */
+	enum output_format format;
+	int no_dwarf;
 };
 
 static void usage(FILE *f)
@@ -52,12 +57,18 @@ static void usage(FILE *f)
 		"usage: memprof-bpf attach PID [-d SECONDS] [-o FILE] [--view "
 		"alloc|live|promoted|short]\n"
 		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
+		"                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
 		"                             [--no-inject] [--preload LIB]\n"
-		"Traces the memprof USDT probes of process PID and writes folded stacks weighted\n"
-		"in estimated bytes (to FILE or stdout; with --all-views, DIR/<view>.folded for\n"
-		"every view).  Stops after -d SECONDS, on SIGINT/SIGTERM, or when PID exits.\n"
-		"A dynamically linked process without the probes gets the malloc host\n"
-		"(libmemprof-preload.so) loaded into it first, without a restart.\n"
+		"Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
+		"call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
+		"DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT/SIGTERM,\n"
+		"or when PID exits.  A dynamically linked process without the probes gets the\n"
+		"malloc host (libmemprof-preload.so) loaded into it first, without a restart.\n"
+		"  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
+		"             svg (interactive flame graph of --view), text (report with 95%%\n"
+		"             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
+		"             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
+		"  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
 		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
 		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
 		"             blocks count until the collector frees them); promoted: blocks\n"
@@ -93,7 +104,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	char *end;
 	long pid;
 
-	*o = (struct options){.view = MEMPROF_VIEW_ALLOC, .rate = MEMPROF_PROBE_DEFAULT_RATE};
+	*o = (struct options){
+	    .view = MEMPROF_VIEW_ALLOC, .rate = MEMPROF_PROBE_DEFAULT_RATE, .format = FMT_AUTO};
 	if (argc < 3 || strcmp(argv[1], "attach")) {
 		if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 			usage(stdout);
@@ -120,6 +132,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->no_inject = 1;
 			continue;
 		}
+		if (!strcmp(a, "--no-dwarf")) {
+			o->no_dwarf = 1;
+			continue;
+		}
 		if (!v) {
 			die(EXIT_USAGE, "option %s needs a value (see --help)", a);
 			return -1;
@@ -132,7 +148,20 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return -1;
 			}
 		} else if (!strcmp(a, "-o")) {
-			o->out_path = v;
+			if (o->n_out == OUTPUT_MAX_FILES) {
+				die(EXIT_USAGE, "at most %d -o files", OUTPUT_MAX_FILES);
+				return -1;
+			}
+			o->out_paths[o->n_out++] = v;
+		} else if (!strcmp(a, "--format")) {
+			int f = output_format_parse(v);
+
+			if (f < 0) {
+				die(EXIT_USAGE, "unknown format '%s' (folded, pprof, svg, text)",
+				    v);
+				return -1;
+			}
+			o->format = f;
 		} else if (!strcmp(a, "--preload")) {
 			o->preload = v;
 		} else if (!strcmp(a, "--all-views")) {
@@ -317,40 +346,22 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 	return 0;
 }
 
-static int write_view(FILE *f, struct tracer *tr, struct symbolizer *sym, enum memprof_view v)
+static int write_output(const struct options *o, struct tracer *tr, struct symbolizer *sym,
+			const struct timespec *start)
 {
-	return folded_write(f, tr->stacks, tr->aggs, tracer_n_stacks(tr), sym, v) < 0 ? -1 : 0;
-}
+	struct timespec now;
+	struct output_request r = {
+	    .n_paths = o->n_out,
+	    .all_views_dir = o->all_views_dir,
+	    .format = o->format,
+	    .dsym_flags = o->no_dwarf ? DSYM_NO_DWARF : 0,
+	    .meta = {.pid = o->pid, .rate = o->rate, .view = o->view, .verbose = verbose}};
 
-static int write_output(const struct options *o, struct tracer *tr, struct symbolizer *sym)
-{
-	char path[PATH_MAX];
-
-	if (o->all_views_dir) {
-		if (mkdir(o->all_views_dir, 0755) && errno != EEXIST)
-			return die(EXIT_FAILED, "cannot create %s: %s", o->all_views_dir,
-				   strerror(errno));
-		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%s/%s.folded", o->all_views_dir,
-				 memprof_view_names[v]);
-			f = fopen(path, "w");
-			if (!f || write_view(f, tr, sym, v) || fclose(f))
-				return die(EXIT_FAILED, "cannot write %s", path);
-		}
-		return EXIT_OK;
-	}
-	if (o->out_path) {
-		FILE *f = fopen(o->out_path, "w");
-
-		if (!f || write_view(f, tr, sym, o->view) || fclose(f))
-			return die(EXIT_FAILED, "cannot write %s", o->out_path);
-		return EXIT_OK;
-	}
-	if (write_view(stdout, tr, sym, o->view) || fflush(stdout))
-		return die(EXIT_FAILED, "cannot write the output");
-	return EXIT_OK;
+	memcpy(r.paths, o->out_paths, sizeof(r.paths));
+	clock_gettime(CLOCK_REALTIME, &now);
+	r.meta.time_ns = (int64_t)start->tv_sec * 1000000000 + start->tv_nsec;
+	r.meta.duration_ns = ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec) - r.meta.time_ns;
+	return output_write(&r, tr->stacks, tr->aggs, tracer_n_stacks(tr), sym);
 }
 
 static void report_counters(const struct tracer *tr)
@@ -494,6 +505,7 @@ static int run(const struct options *o, struct symbolizer *sym)
 	char err[ERR_LEN];
 	struct target t;
 	struct tracer tr;
+	struct timespec start;
 	int code, exited;
 
 	if (kill(o->pid, 0) && errno == ESRCH)
@@ -544,6 +556,7 @@ static int run(const struct options *o, struct symbolizer *sym)
 	if (verbose)
 		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
 			t.n_files, (int)o->pid);
+	clock_gettime(CLOCK_REALTIME, &start);
 	exited = trace_loop(o, &t, &tr, sym);
 	tracer_detach(&tr); /* the target's semaphores drop: it stops sampling */
 	if (exited)
@@ -551,7 +564,7 @@ static int run(const struct options *o, struct symbolizer *sym)
 			"memprof-bpf: note: process %d exited; writing what was collected\n",
 			(int)o->pid);
 	tracer_read_blocks(&tr);
-	code = write_output(o, &tr, sym);
+	code = write_output(o, &tr, sym, &start);
 	report_counters(&tr);
 	tracer_close(&tr);
 	target_free(&t);

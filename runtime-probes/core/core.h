@@ -21,8 +21,10 @@ struct profile {
 	memprof_tracker tracker; /* copy of the caller's tracker */
 	size_t callstack_size;	 /* frames handed to alloc callbacks */
 	double lambda;		 /* its sampling rate */
-	size_t refs;		 /* entries pointing here, +1 while sampling */
+	size_t refs;		 /* entries pointing here, +1 while sampling, +1 while
+				  * its handle is known (memprof_start_profile) */
 	int stopped;		 /* memprof_stop ran: no alloc callback any more */
+	memprof_profile handle;	 /* 0, or its handle until discarded */
 };
 
 /* The core's state, behind memprof_core.lock unless noted.  One instance. */

@@ -284,7 +284,8 @@ static int entry_may_be_young(const struct entry *e)
 /* Profiles checked by memprof_debug_check (more are not checked). */
 #define CHECK_MAX_PROFILES 64
 
-/* Each profile's refs counts the entries pointing at it, +1 while sampling. */
+/* Each profile's refs counts the entries pointing at it, +1 while sampling,
+ * +1 while its handle is known. */
 static int entries_check_profile_refs(void)
 {
 	struct profile *seen[CHECK_MAX_PROFILES];
@@ -313,7 +314,7 @@ static int entries_check_profile_refs(void)
 		count[k]++;
 	}
 	for (size_t k = 0; k < n_seen; k++)
-		if (seen[k]->refs != count[k])
+		if (seen[k]->refs != count[k] + (seen[k]->handle != 0))
 			return EFAULT;
 	return 0;
 }

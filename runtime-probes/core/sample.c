@@ -429,7 +429,10 @@ void memprof_track_intern(size_t nblocks, const memprof_value *blocks, const siz
 			sb.len = callstack_capture(sb.buf, sb.want);
 			captured = 1;
 		}
-		sample_postponed(blocks[i], wosizes[i], n, MEMPROF_SRC_MARSHAL, 0, &sb, &r);
+		/* Small values may be unmarshaled into the minor heap. */
+		int young = memprof_core.ops.is_young && memprof_core.ops.is_young(blocks[i]);
+		sample_postponed(blocks[i], wosizes[i], n, MEMPROF_SRC_MARSHAL,
+				 young ? SAMPLE_YOUNG : 0, &sb, &r);
 	}
 	if (captured)
 		stack_buf_free(&sb);

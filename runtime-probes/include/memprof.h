@@ -27,8 +27,9 @@
  * never concurrently.  Allocations made by a callback are not sampled.
  *
  * Once stopped, a profile runs no alloc callback (not even for blocks
- * sampled before the stop); its tracked blocks keep their promote and
- * dealloc callbacks until memprof_discard.
+ * sampled before the stop whose callback was postponed); its tracked blocks
+ * keep their promote and dealloc callbacks until it is discarded
+ * (memprof_discard, or memprof_discard_profile for a profile handle).
  *
  * A thread may exit inside a callback if its host calls memprof_thread_exit
  * first (the reference runtime's rt_thread_exit does): the block that
@@ -94,17 +95,43 @@ typedef struct memprof_tracker {
 int memprof_start(double rate, size_t callstack_size, const memprof_tracker *tracker);
 
 /*
- * Stop sampling.  Blocks already tracked keep getting their callbacks.
- * Returns 0 or EINVAL (not sampling).  Legal inside a callback.
+ * Stop sampling.  Blocks already tracked keep getting their promote and
+ * dealloc callbacks.  Returns 0 or EINVAL (not sampling).  Legal inside a
+ * callback.
  */
 int memprof_stop(void);
 
 /*
- * Forget the blocks tracked by the stopped profile: no callback runs for
- * them any more.  Returns 0 or EBUSY (still sampling).  Legal inside a
- * callback.
+ * Forget the blocks tracked by every stopped profile (those started with
+ * memprof_start_profile included): no callback runs for them any more.
+ * Returns 0 or EBUSY (still sampling).  Legal inside a callback.
  */
 int memprof_discard(void);
+
+/*
+ * Profile handles, as in OCaml 5.3 (Gc.Memprof.t): a profile started with
+ * memprof_start_profile is named by a handle, nonzero and never reused, and
+ * memprof_discard_profile forgets the blocks of that profile alone, so an
+ * old profile can be discarded while a new one samples.
+ */
+typedef uint64_t memprof_profile;
+
+/*
+ * memprof_start, and *profile_out gets the new profile's handle (left
+ * unchanged on error).  The profile stays known until it is discarded
+ * (by memprof_discard_profile or memprof_discard): discard every profile
+ * started this way.
+ */
+int memprof_start_profile(double rate, size_t callstack_size, const memprof_tracker *tracker,
+			  memprof_profile *profile_out);
+
+/*
+ * Forget the blocks tracked by this (stopped) profile: no callback runs for
+ * them any more.  Returns 0, EBUSY (it is still sampling: stop it first) or
+ * EINVAL (no such profile, or it was already discarded).  Legal inside a
+ * callback.
+ */
+int memprof_discard_profile(memprof_profile profile);
 
 /* Seed the calling thread's random generator (for reproducible tests). */
 void memprof_set_seed(uint64_t seed);

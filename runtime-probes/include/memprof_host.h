@@ -97,7 +97,9 @@ void memprof_track_major(memprof_value block, size_t wosize);
 void memprof_track_young_runtime(memprof_value block, size_t wosize);
 /* Custom block with out-of-heap memory: sampled by mem_bytes / 8 words. */
 void memprof_track_custom(memprof_value block, size_t mem_bytes);
-/* Bulk unmarshal: nblocks major blocks, source MEMPROF_SRC_MARSHAL. */
+/* Bulk unmarshal: nblocks blocks, source MEMPROF_SRC_MARSHAL.  Blocks the
+ * host's is_young calls young (a small value unmarshaled into the minor
+ * heap) get alloc_minor, then promote or dealloc_minor; others alloc_major. */
 void memprof_track_intern(size_t nblocks, const memprof_value *blocks, const size_t *wosizes);
 
 /* ---- Collections ---- */

@@ -85,7 +85,9 @@ void *rt_custom_data(rt_value block);
 
 /* Serialize a value graph (a tree; sharing is duplicated). malloc'ed. */
 int rt_marshal(rt_value v, void **data_out, size_t *len_out);
-/* Rebuild it in the major heap in one bulk allocation (source MARSHAL). */
+/* Rebuild it in one bulk allocation (memprof source MARSHAL): in the minor
+ * heap if all its blocks, headers included, fit in RT_MAX_YOUNG_WOSIZE + 1
+ * words (as OCaml does), else in the major heap. */
 int rt_unmarshal(const void *data, size_t len, rt_value *out);
 
 /* ---- Roots ----

@@ -22,6 +22,23 @@
  * About 166 words per round: 48% short, 11% medium, 3% long, 19% major,
  * 19% custom.
  *
+ * The sites are reached as a small server would reach them, through shared
+ * helpers several frames deep (every function below is a real frame):
+ *   run_round -> handle_request -> parse_request -> tokenize -> short (8)
+ *                               -> build_response -> render_row -> short (4),
+ *                                                                  medium (1)
+ *                               -> build_response -> remember_session -> long
+ *                                  (rounds 4 mod 12)
+ *                               -> audit -> long (rounds 8 mod 12)
+ *                               -> attach_blob -> custom (rounds 0 mod 16)
+ *   run_round -> background_tasks -> refresh_cache -> short (4), medium (1)
+ *                                 -> persist -> store_record -> long (0 mod 12)
+ *                                 -> compact -> major (0 mod 32)
+ *                                 -> snapshot -> attach_blob -> custom
+ *                                    (rounds 8 mod 16)
+ * so every view holds several stacks, and site_short_lived and
+ * site_custom are each reached by more than one path.
+ *
  * At exit (after --iterations rounds, --seconds seconds, or SIGINT/SIGTERM)
  * it prints, for each site, `site <name> words <N> live_words <M>`: N the
  * words it allocated, M the words of its blocks still reachable.  With
@@ -77,12 +94,18 @@ static int store_in_ring(enum site s, rt_value v)
 	return 0;
 }
 
-__attribute__((noinline, noclone)) int site_short_lived(void)
+/* After a call: the call is not the last instruction, so it is never turned
+ * into a jump and its caller stays a frame of the stack. */
+#define KEEP_FRAME() __asm__ volatile("")
+/* noipa: not inlined, cloned, or folded with an identical function. */
+#define FRAME __attribute__((noipa))
+
+FRAME int site_short_lived(int n)
 {
 	rt_value v;
 	int err;
 
-	for (int i = 0; i < SHORT_PER_ROUND; i++) {
+	for (int i = 0; i < n; i++) {
 		err = rt_alloc(SHORT_FIELDS, 0, &v);
 		if (err)
 			return err;
@@ -92,12 +115,12 @@ __attribute__((noinline, noclone)) int site_short_lived(void)
 	return 0;
 }
 
-__attribute__((noinline, noclone)) int site_medium_lived(void)
+FRAME int site_medium_lived(int n)
 {
 	rt_value v;
 	int err;
 
-	for (int i = 0; i < MEDIUM_PER_ROUND; i++) {
+	for (int i = 0; i < n; i++) {
 		err = rt_alloc(MEDIUM_FIELDS, 1, &v);
 		if (err)
 			return err;
@@ -107,7 +130,7 @@ __attribute__((noinline, noclone)) int site_medium_lived(void)
 	return 0;
 }
 
-__attribute__((noinline, noclone)) int site_long_lived(void)
+FRAME int site_long_lived(void)
 {
 	rt_value v;
 	int err = rt_alloc(LONG_FIELDS, 2, &v);
@@ -118,7 +141,7 @@ __attribute__((noinline, noclone)) int site_long_lived(void)
 	return store_in_ring(LONG, v);
 }
 
-__attribute__((noinline, noclone)) int site_major_blocks(void)
+FRAME int site_major_blocks(void)
 {
 	rt_value v;
 	int err = rt_alloc_major(MAJOR_FIELDS, 3, &v);
@@ -134,7 +157,7 @@ static void free_custom_bytes(void *data)
 	free(data);
 }
 
-__attribute__((noinline, noclone)) int site_custom(void)
+FRAME int site_custom(void)
 {
 	void *bytes = malloc(CUSTOM_BYTES);
 	rt_value v;
@@ -152,20 +175,147 @@ __attribute__((noinline, noclone)) int site_custom(void)
 	return store_in_ring(CUSTOM, v);
 }
 
-static int run_round(uint64_t r)
+/* ---- The call tree above the sites ---- */
+
+FRAME static int tokenize(void)
 {
-	int err = site_short_lived();
+	int err = site_short_lived(SHORT_PER_ROUND / 2);
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int parse_request(void)
+{
+	int err = tokenize();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int render_row(void)
+{
+	int err = site_short_lived(SHORT_PER_ROUND / 4);
 
 	if (!err)
-		err = site_medium_lived();
-	if (!err && r % LONG_EVERY == 0)
-		err = site_long_lived();
+		err = site_medium_lived(MEDIUM_PER_ROUND / 2);
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int remember_session(void)
+{
+	int err = site_long_lived();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int build_response(uint64_t r)
+{
+	int err = render_row();
+
+	if (!err && r % (3 * LONG_EVERY) == LONG_EVERY)
+		err = remember_session();
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int attach_blob(void)
+{
+	int err = site_custom();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int audit(void)
+{
+	int err = site_long_lived();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int handle_request(uint64_t r)
+{
+	int err = parse_request();
+
+	if (!err)
+		err = build_response(r);
+	if (!err && r % (3 * LONG_EVERY) == 2 * LONG_EVERY)
+		err = audit();
+	if (!err && r % (2 * CUSTOM_EVERY) == 0)
+		err = attach_blob();
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int refresh_cache(void)
+{
+	int err = site_short_lived(SHORT_PER_ROUND / 4);
+
+	if (!err)
+		err = site_medium_lived(MEDIUM_PER_ROUND / 2);
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int store_record(void)
+{
+	int err = site_long_lived();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int persist(void)
+{
+	int err = store_record();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int compact(void)
+{
+	int err = site_major_blocks();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int snapshot(void)
+{
+	int err = attach_blob();
+
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int background_tasks(uint64_t r)
+{
+	int err = refresh_cache();
+
+	if (!err && r % (3 * LONG_EVERY) == 0)
+		err = persist();
 	if (!err && r % MAJOR_EVERY == 0)
-		err = site_major_blocks();
-	if (!err && r % CUSTOM_EVERY == 0)
-		err = site_custom();
+		err = compact();
+	if (!err && r % (2 * CUSTOM_EVERY) == CUSTOM_EVERY)
+		err = snapshot();
+	KEEP_FRAME();
+	return err;
+}
+
+FRAME static int run_round(uint64_t r)
+{
+	int err = handle_request(r);
+
+	if (!err)
+		err = background_tasks(r);
 	if (!err && r % POLL_EVERY == 0)
 		err = rt_poll();
+	KEEP_FRAME();
 	return err;
 }
 

@@ -1,4 +1,5 @@
 #include "ocaml_util.h"
+#include "testlib.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -16,8 +17,6 @@
 #include "memprof_probe_abi.h"
 #include "symbolize.h"
 #include "target.h"
-
-#define SIGMAS 5.7
 
 void ocaml_tmpdir(char *out, size_t len)
 {
@@ -88,38 +87,10 @@ int ocaml_attach(pid_t pid, const char *seconds, const char *rate, const char *d
 	return ocaml_wait(ocaml_spawn(argv, NULL, err));
 }
 
-char *file_slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
-	size_t len = 0;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		char *p = realloc(buf, len + 4097);
-		size_t n;
-
-		if (!p) {
-			free(buf);
-			fclose(f);
-			return NULL;
-		}
-		buf = p;
-		n = fread(buf + len, 1, 4096, f);
-		len += n;
-		if (n < 4096)
-			break;
-	}
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* Sum of the weights of the lines whose innermost frame is frame (NULL: all). */
 static double folded_sum(const char *path, const char *frame)
 {
-	char *text = file_slurp(path), *save = NULL;
+	char *text = read_file(path), *save = NULL;
 	double sum = 0;
 
 	cr_assert_not_null(text, "cannot read %s", path);
@@ -150,26 +121,18 @@ double folded_total(const char *path)
 
 int file_has(const char *path, const char *needle)
 {
-	char *text = file_slurp(path);
+	char *text = read_file(path);
 	int found = text && strstr(text, needle);
 
 	free(text);
 	return found;
 }
 
-double file_value(const char *path, const char *key)
+double out_value(const char *path, const char *key)
 {
-	char *text = file_slurp(path), *save = NULL;
-	size_t klen = strlen(key);
-	double v = -1;
+	double v;
 
-	if (!text)
-		return -1;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		if (!strncmp(line, key, klen) && line[klen] == ' ')
-			v = strtod(line + klen + 1, NULL);
-	free(text);
-	return v;
+	return file_value(path, key, &v) ? -1 : v;
 }
 
 int ocaml_control(pid_t pid, struct memprof_probe_control *out)
@@ -184,9 +147,4 @@ int ocaml_control(pid_t pid, struct memprof_probe_control *out)
 	target_free(&t);
 	symbolizer_free(sym);
 	return rc;
-}
-
-int share_within_bounds(double count, double n, double p)
-{
-	return fabs(count - n * p) <= SIGMAS * sqrt(n * p * (1 - p));
 }

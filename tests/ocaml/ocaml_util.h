@@ -25,16 +25,11 @@ double folded_frame_sum(const char *path, const char *frame);
 double folded_total(const char *path);
 /* Whether some line of the file contains needle. */
 int file_has(const char *path, const char *needle);
-/* The number after "key " at the start of a line of path, or -1. */
-double file_value(const char *path, const char *key);
-/* Whole file, malloc'ed. */
-char *file_slurp(const char *path);
+/* The number after "key " in path (testlib's file_value), or -1. */
+double out_value(const char *path, const char *key);
 
 /* The target's control block (found by ELF symbol); 0 or -1. */
 struct memprof_probe_control;
 int ocaml_control(pid_t pid, struct memprof_probe_control *out);
-
-/* |count - n p| <= 5.7 sd of Binomial(n, p). */
-int share_within_bounds(double count, double n, double p);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "memprof_probe_abi.h"
 #include "ocaml_util.h"
+#include "testlib.h"
 
 static void sleep_s(double s)
 {
@@ -55,7 +56,7 @@ static char *reference_output(const char *dir, const char *iterations)
 	snprintf(ready, sizeof(ready), "%s/ref.ready", dir);
 	const char *argv[] = {OCAML_PROG("sites"), iterations, ready, "0", NULL};
 	cr_assert_eq(ocaml_wait(ocaml_spawn(argv, out, NULL)), 0);
-	return file_slurp(out);
+	return read_file(out);
 }
 
 Test(ocaml_lifecycle, detach_stops_sampling_and_output_is_unchanged, .timeout = 60)
@@ -72,7 +73,7 @@ Test(ocaml_lifecycle, detach_stops_sampling_and_output_is_unchanged, .timeout = 
 	expect_stopped(pid);
 	cr_assert_eq(ocaml_wait(pid), 0);
 	ref = reference_output(dir, "600000");
-	got = file_slurp(out);
+	got = read_file(out);
 	cr_assert(ref && got);
 	cr_expect_str_eq(got, ref, "the traced run printed something else");
 	free(ref);
@@ -100,7 +101,7 @@ Test(ocaml_lifecycle, a_tracer_killed_with_sigkill_stops_sampling, .timeout = 60
 	expect_stopped(pid);
 	cr_assert_eq(ocaml_wait(pid), 0);
 	ref = reference_output(dir, "600000");
-	got = file_slurp(out);
+	got = read_file(out);
 	cr_assert(ref && got);
 	cr_expect_str_eq(got, ref);
 	free(ref);
@@ -120,8 +121,8 @@ Test(ocaml_lifecycle, systhreads_allocating_in_two_threads, .timeout = 60)
 	cr_assert_eq(ocaml_attach(pid, "1.5", "1e-5", dir), 0, "the loader failed");
 	cr_assert_eq(ocaml_wait(pid), 0);
 	/* Both threads allocate the same number of blocks: 4 and 8 words. */
-	a = file_value(out, "a");
-	b = file_value(out, "b");
+	a = out_value(out, "a");
+	b = out_value(out, "b");
 	cr_assert(a > 0 && b > 0);
 	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
 	wa = folded_frame_sum(path, "Threads_sites.alloc_a");
@@ -129,7 +130,7 @@ Test(ocaml_lifecycle, systhreads_allocating_in_two_threads, .timeout = 60)
 	ca = wa * 1e-5 / 8;
 	cb = wb * 1e-5 / 8;
 	cr_assert_gt(ca + cb, 500, "too few samples: %.0f", ca + cb);
-	cr_expect(share_within_bounds(ca, ca + cb, 4 * a / (4 * a + 8 * b)),
+	cr_expect(within_binomial(ca, ca + cb, 4 * a / (4 * a + 8 * b)),
 		  "alloc_a: %.0f of %.0f samples", ca, ca + cb);
 }
 
@@ -145,7 +146,7 @@ Test(ocaml_lifecycle, a_program_that_runs_gc_memprof_itself, .timeout = 60)
 	cr_assert_eq(ocaml_attach(pid, "1.5", "1e-4", dir), 0, "the loader failed");
 	cr_assert_eq(ocaml_wait(pid), 0);
 	cr_expect(file_has(out, "own samples yes"), "its own tracker saw nothing");
-	cr_expect_eq(file_value(out, "errors"), 0, "its own tracker got wrong data");
+	cr_expect_eq(out_value(out, "errors"), 0, "its own tracker got wrong data");
 	snprintf(err, sizeof(err), "%s/loader.err", dir);
 	cr_expect(file_has(err, "an in-process profile is sampling at rate 0.001"),
 		  "the loader did not say who samples");
@@ -166,7 +167,7 @@ Test(ocaml_lifecycle, a_program_starting_gc_memprof_while_traced, .timeout = 60)
 	cr_assert_eq(ocaml_attach(pid, "2.5", "1e-4", dir), 0, "the loader failed");
 	cr_assert_eq(ocaml_wait(pid), 0, "the program failed (did Gc.Memprof.start raise?)");
 	cr_expect(file_has(out, "own samples yes"));
-	cr_expect_eq(file_value(out, "errors"), 0);
+	cr_expect_eq(out_value(out, "errors"), 0);
 	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
 	cr_expect_gt(folded_frame_sum(path, "Own_memprof.garbage"), 0);
 }

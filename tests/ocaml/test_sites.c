@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ocaml_util.h"
+#include "testlib.h"
 
 #define RATE 1e-4
 #define RATE_S "1e-4"
@@ -46,7 +47,7 @@ static void run_sites(const char *prog, struct run *r)
 	view_path(r, "alloc", path, sizeof(path));
 	for (int i = 0; i < N_SITES; i++) {
 		snprintf(key, sizeof(key), "site %s", site_names[i]);
-		r->truth[i] = file_value(r->out, key);
+		r->truth[i] = out_value(r->out, key);
 		cr_assert_gt(r->truth[i], 0, "the program did not print %s", key);
 		r->alloc[i] = folded_frame_sum(path, site_names[i]);
 	}
@@ -70,7 +71,7 @@ static void check_alloc_shares(const struct run *r)
 	cr_expect_geq(sites_w, 0.99 * total, "frames not named as OCaml functions (%.0f of %.0f)",
 		      sites_w, total);
 	for (int i = 0; i < N_SITES; i++)
-		cr_expect(share_within_bounds(counts[i], n, r->truth[i] / truth),
+		cr_expect(within_binomial(counts[i], n, r->truth[i] / truth),
 			  "%s: %.0f samples of %.0f, expected share %.4f", site_names[i], counts[i],
 			  n, r->truth[i] / truth);
 }

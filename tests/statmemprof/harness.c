@@ -1,5 +1,6 @@
 /* Shared helpers of the statmemprof scenarios: see harness.h. */
 #include "harness.h"
+#include "memprof_debug.h"
 #include "testlib.h"
 
 #include <criterion/criterion.h>
@@ -33,6 +34,12 @@ void harness_settle(void)
 {
 	int err = rt_poll();
 	cr_assert_eq(err, 0, "rt_poll returned %d", err);
+}
+
+void harness_check(const char *step)
+{
+	int err = memprof_debug_check();
+	cr_assert_eq(err, 0, "memprof_debug_check after %s: %s", step, strerror(err));
 }
 
 void harness_assert_binomial(const char *what, uint64_t observed, double trials, double p)
@@ -154,6 +161,8 @@ static void lifecycle_allocate_noise(lifecycle *lc)
 		if (err)
 			lifecycle_fail(lc, "rt_alloc inside a callback returned %d", err);
 	}
+	if (lc->callback_work)
+		lc->callback_work(lc);
 }
 
 /* The record a user datum names, or NULL (and a violation). */

@@ -28,6 +28,10 @@ void harness_teardown(void);
 /* Run the postponed callbacks; the scenario expects no error from them. */
 void harness_settle(void);
 
+/* memprof_debug_check: every invariant of the core holds now.  Scenarios
+ * call it after each step (outside callbacks). */
+void harness_check(const char *step);
+
 /* Exact when p == 1; otherwise within_binomial (testlib.h: 5.7 sigma). */
 void harness_assert_binomial(const char *what, uint64_t observed, double trials, double p);
 
@@ -94,6 +98,8 @@ typedef struct lifecycle {
 	lifecycle_filter filter; /* NULL: track every block */
 	/* Allocate this many small blocks inside each callback (not sampled). */
 	size_t alloc_in_callback;
+	/* If not NULL, run inside each callback too (more allocation, say). */
+	void (*callback_work)(struct lifecycle *lc);
 	void *ctx;
 } lifecycle;
 

@@ -152,6 +152,98 @@ Test(exception_callback, alloc_major_error_large_block)
 
 TestSuite(exception_callback_minor, .init = harness_setup, .fini = harness_teardown);
 
+/*
+ * OCaml's exception_callback_minor: `ref (ref 42)` is one combined
+ * allocation of two blocks, and an alloc_minor raises.  The error reaches
+ * the allocation, nothing is allocated, the blocks after the failing one
+ * get no callback, and a block whose callback had succeeded gets a
+ * simulated dealloc_minor (it never existed).
+ */
+typedef struct comb2 {
+	unsigned fail_at; /* the alloc_minor call (1-based) that fails */
+	unsigned n_alloc, n_promote, n_dealloc_minor, n_dealloc_major;
+	memprof_value dealloc_data;
+} comb2;
+
+static int comb2_alloc(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	comb2 *c = arg;
+	(void)info;
+	*out = RT_VAL_INT(100 + c->n_alloc);
+	return ++c->n_alloc == c->fail_at ? ERR_COMB : 0;
+}
+
+static int comb2_promote(void *arg, memprof_value data, memprof_value *out)
+{
+	comb2 *c = arg;
+	c->n_promote++;
+	*out = data;
+	return 0;
+}
+
+static int comb2_dealloc_minor(void *arg, memprof_value data)
+{
+	comb2 *c = arg;
+	c->n_dealloc_minor++;
+	c->dealloc_data = data;
+	return 0;
+}
+
+static int comb2_dealloc_major(void *arg, memprof_value data)
+{
+	comb2 *c = arg;
+	(void)data;
+	c->n_dealloc_major++;
+	return 0;
+}
+
+static void check_comb2_error(unsigned fail_at)
+{
+	comb2 c = {.fail_at = fail_at};
+	memprof_tracker t = {.alloc_minor = comb2_alloc,
+			     .alloc_major = comb2_alloc,
+			     .promote = comb2_promote,
+			     .dealloc_minor = comb2_dealloc_minor,
+			     .dealloc_major = comb2_dealloc_major,
+			     .arg = &c};
+	static const size_t sizes[2] = {1, 1}; /* ref (ref 42) */
+	rt_value out[2] = {RT_UNIT, RT_UNIT};
+	rt_stats before, after;
+
+	cr_assert_eq(memprof_start(1.0, HARNESS_CALLSTACK_SIZE, &t), 0);
+	rt_get_stats(&before);
+	cr_assert_eq(rt_alloc_comb(2, sizes, 0, out), ERR_COMB, "the error reaches the allocation");
+	rt_get_stats(&after);
+	harness_check("failed combined allocation");
+	cr_assert_eq(after.minor_words, before.minor_words, "nothing was allocated");
+	cr_assert_eq(c.n_alloc, fail_at, "%u alloc_minor calls: none after the failing one",
+		     c.n_alloc);
+	cr_assert_eq(c.n_dealloc_minor, fail_at - 1,
+		     "blocks whose callback succeeded get a simulated dealloc_minor");
+	if (fail_at == 2)
+		cr_assert_eq(c.dealloc_data, RT_VAL_INT(100), "with the data their alloc returned");
+	cr_assert_eq(memprof_stop(), 0);
+	rt_minor_gc();
+	rt_major_gc();
+	cr_assert_eq(drain(0), 0);
+	harness_check("collections");
+	cr_assert_eq(c.n_promote + c.n_dealloc_major, 0, "callbacks for blocks never allocated");
+	cr_assert_eq(c.n_dealloc_minor, fail_at - 1);
+	memprof_stats st;
+	memprof_get_stats(&st);
+	cr_assert_eq(st.tracked, 0, "%llu entries left", (unsigned long long)st.tracked);
+}
+
+Test(exception_callback_minor, comb_first_alloc_raises)
+{
+	check_comb2_error(1);
+}
+
+Test(exception_callback_minor, comb_second_alloc_raises)
+{
+	check_comb2_error(2);
+}
+
 Test(exception_callback_minor, promote_error_at_safe_point)
 {
 	raiser r = {.promote = ERR_PROMOTE};

@@ -1,9 +1,11 @@
 /*
- * intern: rt_unmarshal rebuilds a value in the major heap in one bulk
- * allocation.  Its blocks are sampled with source MEMPROF_SRC_MARSHAL and
- * their alloc_major callbacks are postponed to the next safe point.  Checks
- * rate 0, the lifecycle of every tracked block, no nesting, and the sample
- * distribution (5.7 sigma).
+ * intern: rt_unmarshal rebuilds a value in one bulk allocation, in the
+ * minor heap if it is small (up to RT_MAX_YOUNG_WOSIZE + 1 words), else in
+ * the major heap.  Its blocks are sampled with source MEMPROF_SRC_MARSHAL
+ * and their alloc_minor / alloc_major callbacks are postponed to the next
+ * safe point; young ones are then promoted like any block.  Checks rate 0,
+ * the lifecycle of every tracked block (npromote = nalloc_minor once all
+ * are promoted), no nesting, and the sample distribution (5.7 sigma).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -123,8 +125,11 @@ Test(intern, roundtrip)
 		words += rt_wosize(v) + 1;
 		cr_assert_eq(words, len);
 		cr_assert_eq(rt_field(v, 0), RT_VAL_INT(rt_wosize(v)));
-		cr_assert(!rt_is_young(v), "unmarshaled blocks are major");
+		cr_assert(rt_is_young(v), "small values are unmarshaled into the minor heap");
 	}
+	precompute(RT_MAX_YOUNG_WOSIZE + 1, RT_MAX_YOUNG_WOSIZE + 2);
+	cr_assert(rt_is_young(get_marshaled(RT_MAX_YOUNG_WOSIZE + 1)), "the largest young value");
+	cr_assert(!rt_is_young(get_marshaled(RT_MAX_YOUNG_WOSIZE + 2)), "bigger ones are major");
 }
 
 Test(intern, nosample)
@@ -142,7 +147,7 @@ Test(intern, nosample)
 static int marshal_only(lifecycle *lc, const memprof_allocation *info, int major)
 {
 	int *enable = lc->ctx;
-	if (info->source != MEMPROF_SRC_MARSHAL || !major)
+	if (info->source != MEMPROF_SRC_MARSHAL)
 		lifecycle_fail(lc, "sample with source %d, major %d", info->source, major);
 	return *enable;
 }
@@ -159,24 +164,36 @@ static void check_counts_full_major(int force_promote)
 	precompute(2, MAX_LEN);
 	cr_assert_eq(memprof_start(COUNTS_RATE, HARNESS_CALLSTACK_SIZE, &t), 0);
 	do_intern(2, MAX_LEN, 1, 1);
+	harness_check("intern");
 	enable = 0;
 	lifecycle_assert_ok(&lc);
-	cr_assert_gt(lc.len, 0);
-	cr_assert_eq(lc.n_alloc_minor, 0);
+	uint64_t nalloc_minor = lc.n_alloc_minor, nalloc_major = lc.n_alloc_major;
+	cr_assert_gt(nalloc_minor, 0, "no small value unmarshaled into the minor heap was sampled");
+	cr_assert_gt(nalloc_major, 0);
 	cr_assert_eq(lc.n_dealloc_major + lc.n_dealloc_minor, 0);
 	if (force_promote) {
 		full_major();
-		cr_assert_eq(lc.n_dealloc_major + lc.n_dealloc_minor + lc.n_promote, 0);
+		harness_check("full major");
+		cr_assert_eq(lc.n_dealloc_major + lc.n_dealloc_minor, 0);
+		cr_assert_eq(lc.n_promote, nalloc_minor, "%llu promotions for %llu minor samples",
+			     (unsigned long long)lc.n_promote, (unsigned long long)nalloc_minor);
 		keeper_clear(&roots);
 		full_major();
+		cr_assert_eq(lc.n_dealloc_minor, 0);
+		cr_assert_eq(lc.n_dealloc_major, nalloc_minor + nalloc_major);
 	} else {
 		keeper_clear(&roots);
 		rt_minor_gc();
+		harness_settle();
+		harness_check("minor GC");
 		full_major();
 		full_major();
+		cr_assert_eq(nalloc_minor, lc.n_dealloc_minor + lc.n_promote);
+		cr_assert_eq(lc.n_dealloc_major, lc.n_promote + nalloc_major);
 	}
-	cr_assert_eq(lc.n_promote + lc.n_dealloc_minor, 0);
-	cr_assert_eq(lc.n_dealloc_major, lc.len);
+	harness_check("full major");
+	cr_assert_eq(lc.n_alloc_minor + lc.n_alloc_major, nalloc_minor + nalloc_major,
+		     "samples after the alloc callbacks were disabled");
 	lifecycle_assert_all_dead(&lc);
 	cr_assert_eq(memprof_stop(), 0);
 	lifecycle_free(&lc);

@@ -83,22 +83,25 @@ static void check_distrib(size_t len, size_t cnt, double rate)
 
 TestSuite(lists_in_minor, .init = harness_setup, .fini = harness_teardown);
 
+/* OCaml's sizes and rates (lists_in_minor.ml), plus 0.9 as well as 1. */
 Test(lists_in_minor, short_lists)
 {
-	check_distrib(10, 200000, 0.01);
+	check_distrib(10, 1000000, 0.01);
 }
 
 Test(lists_in_minor, long_lists_low_rates)
 {
-	check_distrib(10000, 100, 0.0001);
-	check_distrib(10000, 100, 0.001);
-	check_distrib(10000, 100, 0.01);
+	check_distrib(1000000, 10, 0.00001);
+	check_distrib(1000000, 10, 0.0001);
+	check_distrib(1000000, 10, 0.001);
+	check_distrib(1000000, 10, 0.01);
 }
 
 Test(lists_in_minor, long_lists_high_rates)
 {
-	check_distrib(10000, 10, 0.1);
-	check_distrib(10000, 10, 1.0);
+	check_distrib(100000, 10, 0.1);
+	check_distrib(100000, 10, 0.9);
+	check_distrib(100000, 10, 1.0);
 }
 
 Test(lists_in_minor, lists_outlive_minor_heap)

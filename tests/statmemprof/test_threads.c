@@ -37,11 +37,13 @@ static void setup(void)
 
 /* ---- blocking_in_callback ---- */
 
-#define ALLOC_TOT 20000
+/* OCaml's count.  The main thread allocates even sizes, the other odd
+ * ones: each thread's callbacks must see only its own allocations. */
+#define ALLOC_TOT 100000
 #define MAX_WOSIZE 32
 
 static int pipe_a[2], pipe_b[2];
-static unsigned cb_main, cb_other, alloc_num;
+static unsigned cb_main, cb_other, alloc_num, wrong_thread;
 static int stopped;
 
 static void write_byte(int fd)
@@ -66,7 +68,6 @@ static void read_byte(int fd)
 static int ping_pong(void *arg, const memprof_allocation *info, memprof_value *out)
 {
 	(void)arg;
-	(void)info;
 	*out = MEMPROF_NONE;
 	if (stopped)
 		return 0;
@@ -78,6 +79,8 @@ static int ping_pong(void *arg, const memprof_allocation *info, memprof_value *o
 		cb_main++;
 	else
 		cb_other++;
+	if ((info->size % 2 == 0) != main)
+		wrong_thread++;
 	rt_enter_blocking_section();
 	write_byte(main ? pipe_b[1] : pipe_a[1]);
 	if (!do_stop)
@@ -87,14 +90,17 @@ static int ping_pong(void *arg, const memprof_allocation *info, memprof_value *o
 	return 0;
 }
 
+/* arg: 0 for even sizes (the main thread), 1 for odd ones. */
 static void *allocate_until_done(void *arg)
 {
-	unsigned seed = (unsigned)(uintptr_t)arg;
+	size_t parity = (size_t)(uintptr_t)arg;
+	unsigned seed = 1 + (unsigned)parity;
 	while (alloc_num < ALLOC_TOT) {
 		alloc_num++;
 		seed = seed * 1103515245u + 12345u;
 		rt_value v;
-		if (rt_alloc(1 + (seed >> 16) % MAX_WOSIZE, 0, &v) != 0)
+		size_t wosize = 2 + 2 * ((seed >> 16) % (MAX_WOSIZE / 2)) - parity;
+		if (rt_alloc(wosize, 0, &v) != 0)
 			violation();
 	}
 	if (rt_poll() != 0)
@@ -111,12 +117,14 @@ Test(blocking_in_callback, two_pipes_ping_pong, .init = setup, .fini = harness_t
 	cr_assert_eq(pipe(pipe_a), 0);
 	cr_assert_eq(pipe(pipe_b), 0);
 	cr_assert_eq(memprof_start(1.0, HARNESS_CALLSTACK_SIZE, &t), 0);
-	cr_assert_eq(rt_thread_create(&th, allocate_until_done, (void *)(uintptr_t)2), 0);
-	allocate_until_done((void *)(uintptr_t)1);
+	cr_assert_eq(rt_thread_create(&th, allocate_until_done, (void *)(uintptr_t)1), 0);
+	allocate_until_done((void *)(uintptr_t)0);
 	cr_assert_eq(rt_thread_join(th, NULL), 0);
 	cr_assert_eq(memprof_stop(), 0);
 
 	cr_assert_eq(atomic_load(&violations), 0, "failed pipe I/O or allocation");
+	cr_assert_eq(wrong_thread, 0,
+		     "%u callbacks ran on a thread that did not allocate the block", wrong_thread);
 	cr_assert_eq(cb_main + cb_other, ALLOC_TOT, "one callback per allocation");
 	cr_assert_geq(cb_main + 1, cb_other, "main %u, other %u", cb_main, cb_other);
 	cr_assert_geq(cb_other + 1, cb_main, "main %u, other %u", cb_main, cb_other);

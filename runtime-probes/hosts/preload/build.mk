@@ -4,7 +4,8 @@
 # Tests: tests/preload/ (real programs, tests/preload/progs/, run under
 # LD_PRELOAD); docs/malloc-host.md describes it.
 #
-# The core's memprof_start/stop/discard are renamed (preload_core_*) in a
+# The core's memprof_start/stop/discard (and start_profile/discard_profile)
+# are renamed (preload_core_*) in a
 # private copy of libmemprof.a, so the .so exports its own wrappers (see
 # lifecycle.c).
 
@@ -13,7 +14,8 @@ PRELOAD_SRCS := $(wildcard $(PRELOAD_DIR)/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/obj/%.o)
 PRELOAD_SO := $(BUILD)/libmemprof-preload.so
 PRELOAD_CORE := $(BUILD)/preload/libmemprof-core.a
-PRELOAD_CORE_RENAMED := memprof_start memprof_stop memprof_discard
+PRELOAD_CORE_RENAMED := memprof_start memprof_stop memprof_discard \
+	memprof_start_profile memprof_discard_profile
 PRELOAD_EXPORTS := $(PRELOAD_DIR)/exports.map
 PRELOAD_LDLIBS = $(call pkg_libs,libunwind) -ldl -lpthread -lm
 

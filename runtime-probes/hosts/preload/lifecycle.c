@@ -8,7 +8,8 @@
  * bootstrap arena.  Then the core is installed (memprof_host_init) and
  * sampling may begin: until then allocations are delegated unsampled.
  *
- * The in-process API: memprof_start, memprof_stop and memprof_discard are
+ * The in-process API: memprof_start, memprof_stop, memprof_discard and the
+ * profile handles' memprof_start_profile and memprof_discard_profile are
  * the core's, wrapped.  The build renames the core's definitions
  * (preload_core_*), and the wrappers below run them as profiler code on
  * this thread (their allocations are not sampled, so the core never
@@ -39,6 +40,10 @@ static int thread_exit_key_ok;
 int preload_core_memprof_start(double rate, size_t callstack_size, const memprof_tracker *tracker);
 int preload_core_memprof_stop(void);
 int preload_core_memprof_discard(void);
+int preload_core_memprof_start_profile(double rate, size_t callstack_size,
+				       const memprof_tracker *tracker,
+				       memprof_profile *profile_out);
+int preload_core_memprof_discard_profile(memprof_profile profile);
 
 /* One line on stderr, from pieces (write(2): stdio may allocate). */
 static void say(const char *const parts[], size_t n)
@@ -233,6 +238,31 @@ PRELOAD_EXPORT int memprof_discard(void)
 	preload_init();
 	preload_enter_core(t);
 	int rc = preload_core_memprof_discard();
+	preload_leave_core(t);
+	return rc;
+}
+
+PRELOAD_EXPORT int memprof_start_profile(double rate, size_t callstack_size,
+					 const memprof_tracker *tracker,
+					 memprof_profile *profile_out)
+{
+	struct preload_thread *t = &preload_self;
+
+	preload_init();
+	preload_enter_core(t);
+	int rc = preload_core_memprof_start_profile(rate, callstack_size, tracker, profile_out);
+	sampler_force_poll(t);
+	preload_leave_core(t);
+	return rc;
+}
+
+PRELOAD_EXPORT int memprof_discard_profile(memprof_profile profile)
+{
+	struct preload_thread *t = &preload_self;
+
+	preload_init();
+	preload_enter_core(t);
+	int rc = preload_core_memprof_discard_profile(profile);
 	preload_leave_core(t);
 	return rc;
 }

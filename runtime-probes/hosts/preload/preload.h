@@ -12,7 +12,7 @@
  *   sampler.c          per-thread countdown, Poisson draws, young epochs
  *   callstack.c        DWARF call stacks (libunwind, local only)
  *   lifecycle.c        initialisation, environment, fork, thread exit,
- *                      the in-process API (memprof_start/stop/discard)
+ *                      the in-process API (memprof_start/stop/discard, profile handles)
  *   interpose.c        the exported malloc family
  *   got_redirect.c     injected mode: point every object's GOT slots for
  *                      the malloc family at interpose.c

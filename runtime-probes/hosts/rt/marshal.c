@@ -1,8 +1,10 @@
 /*
  * rt marshaling: a value tree to bytes and back.  Unmarshaling ("intern")
- * counts the blocks first, allocates them all in the major heap in one go
- * (no collection can run in between), fills them, reports them to memprof
- * as one bulk allocation, then reaches a safe point.
+ * counts the blocks first, allocates them all in one go (no collection can
+ * run in between), fills them, reports them to memprof as one bulk
+ * allocation, then reaches a safe point.  As in OCaml, a small value (all
+ * its blocks, headers included, fit in RT_MAX_YOUNG_WOSIZE + 1 words) is
+ * built in the minor heap, out of one bump; a bigger one in the major heap.
  *
  * Format: the magic, then the value in preorder.  A value is
  *   'I' <8-byte word>                                  immediate integer
@@ -225,10 +227,10 @@ static int fill_blocks(struct reader r, const rt_value *blocks, rt_value *root)
 	return err;
 }
 
-/* Allocate the counted blocks in the major heap, back to back. */
-static int alloc_blocks(struct reader r, size_t nblocks, rt_value *blocks, size_t *wosizes)
+/* The sizes and tags of the counted blocks, in preorder; total words. */
+static size_t block_sizes(struct reader r, size_t nblocks, size_t *wosizes, unsigned char *tags)
 {
-	size_t k = 0;
+	size_t k = 0, whsize = 0;
 	struct item it;
 
 	while (k < nblocks) {
@@ -236,11 +238,38 @@ static int alloc_blocks(struct reader r, size_t nblocks, rt_value *blocks, size_
 		if (it.kind != ITEM_BLOCK)
 			continue;
 		wosizes[k] = it.word;
-		blocks[k] = rt_major_alloc_raw(it.word, it.tag);
+		tags[k] = it.tag;
+		whsize += it.word + 1;
+		k++;
+	}
+	return whsize;
+}
+
+/* Allocate the counted blocks: small values in the minor heap (one bump,
+ * carved), others in the major heap, back to back. */
+static int alloc_blocks(size_t nblocks, size_t whsize, const size_t *wosizes,
+			const unsigned char *tags, rt_value *blocks)
+{
+	if (whsize <= RT_MAX_YOUNG_WOSIZE + 1) {
+		uintptr_t *p = (uintptr_t *)rt_young_alloc_raw(whsize);
+
+		if (!p)
+			return ENOMEM;
+		for (size_t k = 0; k < nblocks; k++) {
+			*p = RT_MAKE_HDR(wosizes[k], 0, tags[k]);
+			blocks[k] = (rt_value)(p + 1);
+			for (size_t j = 1; j <= wosizes[k]; j++)
+				p[j] = RT_UNIT;
+			p += wosizes[k] + 1;
+		}
+		return 0;
+	}
+	rt_major_maybe_collect();
+	for (size_t k = 0; k < nblocks; k++) {
+		blocks[k] = rt_major_alloc_raw(wosizes[k], tags[k]);
 		if (!blocks[k])
 			return ENOMEM;
-		rt.stats.major_words += it.word + 1;
-		k++;
+		rt.stats.major_words += wosizes[k] + 1;
 	}
 	return 0;
 }
@@ -251,6 +280,7 @@ static int unmarshal_blocks(const void *data, size_t len, rt_value *out)
 	rt_value result = RT_UNIT;
 	rt_value *blocks = NULL;
 	size_t *wosizes = NULL;
+	unsigned char *tags = NULL;
 	size_t nblocks;
 	int err;
 
@@ -264,12 +294,13 @@ static int unmarshal_blocks(const void *data, size_t len, rt_value *out)
 	if (nblocks > 0) {
 		blocks = malloc(nblocks * sizeof(*blocks));
 		wosizes = malloc(nblocks * sizeof(*wosizes));
-		if (!blocks || !wosizes) {
+		tags = malloc(nblocks);
+		if (!blocks || !wosizes || !tags) {
 			err = ENOMEM;
 			goto out;
 		}
-		rt_major_maybe_collect();
-		err = alloc_blocks(r, nblocks, blocks, wosizes);
+		size_t whsize = block_sizes(r, nblocks, wosizes, tags);
+		err = alloc_blocks(nblocks, whsize, wosizes, tags, blocks);
 		if (err)
 			goto out;
 	}
@@ -280,8 +311,10 @@ static int unmarshal_blocks(const void *data, size_t len, rt_value *out)
 		rt_mp_track_intern(nblocks, blocks, wosizes);
 	free(blocks);
 	free(wosizes);
+	free(tags);
 	blocks = NULL;
 	wosizes = NULL;
+	tags = NULL;
 	RT_ROOTS(1, &result);
 	err = rt_safe_point();
 	RT_ROOTS_END();
@@ -290,6 +323,7 @@ static int unmarshal_blocks(const void *data, size_t len, rt_value *out)
 out:
 	free(blocks);
 	free(wosizes);
+	free(tags);
 	return err;
 }
 

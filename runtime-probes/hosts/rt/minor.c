@@ -211,6 +211,26 @@ int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 	return alloc_one_slow(wosize, tag, out, (uintptr_t)__builtin_return_address(0));
 }
 
+/*
+ * Raw young words for the runtime itself (unmarshaling small values): one
+ * bump of whsize words, collecting first if needed.  Never samples and
+ * runs no safe point: the caller reports the blocks it carves out to
+ * memprof itself.  The bump may pass the trigger; the words it covers are
+ * the caller's to sample, so a fresh trigger is drawn below them.
+ */
+uintptr_t rt_young_alloc_raw(size_t whsize)
+{
+	if (whsize == 0 || whsize > rt.minor_words)
+		return 0;
+	while (young_free_words() < whsize)
+		rt_minor_gc();
+	rt.young_ptr -= whsize * RT_WORD;
+	rt.stats.minor_words += whsize;
+	if (rt.young_ptr < rt.young_trigger)
+		rt_renew_minor_sample();
+	return rt.young_ptr;
+}
+
 int rt_alloc_comb(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
 {
 	int marked, err;

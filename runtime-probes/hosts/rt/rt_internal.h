@@ -109,6 +109,8 @@ void rt_minor_free(void);
 void rt_remember_field(rt_value *field);
 /* Allocate young blocks (one bump); runs the safe point and sampling. */
 int rt_alloc_young(size_t n, const size_t *wosizes, unsigned tag, rt_value *out);
+/* One bump of whsize young words, unsampled, no safe point (0: too big). */
+uintptr_t rt_young_alloc_raw(size_t whsize);
 
 /* major_alloc.c: the block store */
 rt_value rt_major_alloc_raw(size_t wosize, unsigned tag); /* 0 on ENOMEM; never collects */

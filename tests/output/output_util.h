@@ -1,0 +1,35 @@
+/* Helpers of the output tests: run a program under the preload, attach the
+ * loader until the program exits, read what the tools say. */
+#ifndef OUTPUT_UTIL_H
+#define OUTPUT_UTIL_H
+
+#include <stddef.h>
+
+#define LOADER_BIN "build/memprof-bpf"
+#define PRELOAD_SO "build/libmemprof-preload.so"
+#define PROGS_DIR "build/tests/output/progs"
+#define SIGMAS 5.7
+
+/* A fresh temporary directory (removed at exit). */
+void out_tmpdir(char *out, size_t len);
+
+/*
+ * Start PROGS_DIR/prog under the preload, attach the loader with rate and
+ * the extra arguments (NULL-terminated) until the program exits.  The
+ * loader's stderr goes to dir/loader.err.  Returns the loader's exit code,
+ * or -1 if the program did not start or did not exit 0.
+ */
+int out_profile(const char *prog, const char *dir, const char *rate, const char *const extra[]);
+
+/* Standard output of a shell command, malloc'ed (NULL on failure). */
+char *out_command(const char *cmd);
+/* Whole file, malloc'ed (NULL on error). */
+char *out_file(const char *path);
+
+/* Line number of the first line of path holding needle, or -1. */
+int out_source_line(const char *path, const char *needle);
+
+/* A value with a unit (B, KiB, MiB, GiB, TiB) in bytes; NAN if none. */
+double out_parse_bytes(const char *s, const char **end);
+
+#endif

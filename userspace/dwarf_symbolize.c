@@ -1,0 +1,467 @@
+/* Return addresses -> frames with lines, through elfutils' libdwfl. */
+#include "dwarf_symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "demangle.h"
+
+/* One cached address of a module: rel -> frame. */
+struct cache_slot {
+	uint64_t rel;
+	struct dsym_frame *frame;
+};
+
+struct dmod {
+	struct dsym_module pub;
+	Dwfl_Module *mod;
+	uint64_t bias;		  /* runtime address - ELF address */
+	struct cache_slot *slots; /* open addressing, cap a power of two */
+	size_t n_slots, cap_slots;
+};
+
+struct dsym {
+	Dwfl *dwfl;
+	Dwfl_Callbacks callbacks;
+	unsigned flags;
+	struct dmod *mods;
+	size_t n_mods;
+	struct cache_slot *unknown; /* addresses in no module, keyed by address */
+	size_t n_unknown, cap_unknown;
+	size_t n_addresses, n_lines;
+};
+
+/* ---- debuginfod, bounded in time ---- */
+
+static double debuginfod_spent;
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * libdwfl asks debuginfod (when DEBUGINFOD_URLS is set) after the local
+ * places fail.  Each query is bounded by the client's DEBUGINFOD_TIMEOUT and
+ * DEBUGINFOD_MAXTIME (set here when the user did not), and once the run's
+ * budget is spent the servers are no longer asked: the output is never held
+ * up by a slow or unreachable server.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	char *saved = NULL;
+	double t0;
+	int fd;
+
+	if (urls && *urls) {
+		double left = DSYM_DEBUGINFOD_BUDGET_S - debuginfod_spent;
+
+		if (left < 1) {
+			saved = strdup(urls);
+			unsetenv("DEBUGINFOD_URLS");
+		} else {
+			char v[32];
+
+			snprintf(v, sizeof(v), "%d", (int)left);
+			setenv("DEBUGINFOD_MAXTIME", v, 1);
+			setenv("DEBUGINFOD_TIMEOUT", "5", 0);
+		}
+	}
+	t0 = mono_now();
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
+	if (urls && *urls)
+		debuginfod_spent += mono_now() - t0;
+	if (saved) {
+		setenv("DEBUGINFOD_URLS", saved, 1);
+		free(saved);
+	}
+	return fd;
+}
+
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
+	(void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
+	return -1;
+}
+
+/* ---- Modules ---- */
+
+static void module_build_id(struct dmod *m)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = m->mod ? dwfl_module_build_id(m->mod, &bits, &vaddr) : 0;
+
+	m->pub.build_id[0] = '\0';
+	if (n <= 0 || n > 64)
+		return;
+	for (int i = 0; i < n; i++)
+		snprintf(m->pub.build_id + 2 * i, 3, "%02x", bits[i]);
+}
+
+struct dsym *dsym_new(struct symbolizer *sym, unsigned flags)
+{
+	const struct proc_maps *maps = symbolizer_maps(sym);
+	struct dsym *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->flags = flags;
+	d->callbacks.find_elf = dwfl_build_id_find_elf;
+	d->callbacks.find_debuginfo = flags & DSYM_NO_DWARF ? no_debuginfo : find_debuginfo;
+	d->callbacks.section_address = dwfl_offline_section_address;
+	d->dwfl = dwfl_begin(&d->callbacks);
+	d->mods = calloc(maps->n ? maps->n : 1, sizeof(*d->mods));
+	if (!d->dwfl || !d->mods) {
+		dsym_free(d);
+		return NULL;
+	}
+	dwfl_report_begin(d->dwfl);
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct map_region *r = &maps->regions[i], *first;
+		const struct elf_image *img;
+		struct dmod *m;
+		char err[1];
+
+		first = proc_maps_first_of(maps, r->path);
+		if (first != r || symbolizer_image(sym, r, &img, err, 0) != ELF_IMAGE_OK)
+			continue;
+		m = &d->mods[d->n_mods++];
+		m->pub.path = strdup(r->path);
+		if (!m->pub.path) {
+			d->n_mods--;
+			continue;
+		}
+		m->pub.name =
+		    strrchr(m->pub.path, '/') ? strrchr(m->pub.path, '/') + 1 : m->pub.path;
+		m->pub.start = r->start;
+		m->pub.offset = r->offset;
+		m->pub.limit = r->end;
+		for (size_t j = i + 1; j < maps->n; j++)
+			if (!strcmp(maps->regions[j].path, r->path) &&
+			    maps->regions[j].end > m->pub.limit)
+				m->pub.limit = maps->regions[j].end;
+		m->bias = elf_image_bias(img, r->start, r->offset);
+		m->mod = dwfl_report_elf(d->dwfl, m->pub.name, r->open_path, -1, m->bias, true);
+		if (m->mod) {
+			void **ud;
+
+			dwfl_module_info(m->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+			*ud = m;
+		}
+		module_build_id(m);
+	}
+	dwfl_report_end(d->dwfl, NULL, NULL);
+	return d;
+}
+
+static void frame_free(struct dsym_frame *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->n_lines; i++) {
+		free(f->lines[i].function);
+		free(f->lines[i].system_name);
+		free(f->lines[i].file);
+	}
+	free(f->lines);
+	free(f);
+}
+
+void dsym_free(struct dsym *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n_mods; i++) {
+		for (size_t j = 0; j < d->mods[i].cap_slots; j++)
+			frame_free(d->mods[i].slots[j].frame);
+		free(d->mods[i].slots);
+		free(d->mods[i].pub.path);
+	}
+	for (size_t j = 0; j < d->cap_unknown; j++)
+		frame_free(d->unknown[j].frame);
+	free(d->unknown);
+	free(d->mods);
+	if (d->dwfl)
+		dwfl_end(d->dwfl);
+	free(d);
+}
+
+size_t dsym_n_modules(const struct dsym *d)
+{
+	return d->n_mods;
+}
+
+const struct dsym_module *dsym_module(const struct dsym *d, size_t i)
+{
+	return &d->mods[i].pub;
+}
+
+void dsym_counts(const struct dsym *d, size_t *addresses, size_t *lines)
+{
+	*addresses = d->n_addresses;
+	*lines = d->n_lines;
+}
+
+/* ---- The cache: open addressing on the address ---- */
+
+static uint64_t slot_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static struct cache_slot *slot_find(struct cache_slot *s, size_t cap, uint64_t key)
+{
+	size_t i = slot_hash(key) & (cap - 1);
+
+	while (s[i].frame && s[i].rel != key)
+		i = (i + 1) & (cap - 1);
+	return &s[i];
+}
+
+/* Make room for one more entry; 0 or -1. */
+static int slots_reserve(struct cache_slot **slots, size_t *n, size_t *cap)
+{
+	struct cache_slot *ns;
+	size_t ncap;
+
+	if (*cap && (*n + 1) * 2 <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < *cap; i++)
+		if ((*slots)[i].frame)
+			*slot_find(ns, ncap, (*slots)[i].rel) = (*slots)[i];
+	free(*slots);
+	*slots = ns;
+	*cap = ncap;
+	return 0;
+}
+
+/* ---- Resolution ---- */
+
+static int push_line(struct dsym_frame *f, size_t *cap, char *function, const char *system,
+		     const char *file, int line, int start_line, int inlined)
+{
+	struct dsym_line *l;
+
+	if (!function)
+		return -1;
+	if (f->n_lines == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 2;
+		struct dsym_line *nl = realloc(f->lines, ncap * sizeof(*nl));
+
+		if (!nl) {
+			free(function);
+			return -1;
+		}
+		f->lines = nl;
+		*cap = ncap;
+	}
+	l = &f->lines[f->n_lines++];
+	*l = (struct dsym_line){
+	    .function = function, .line = line, .start_line = start_line, .inlined = inlined};
+	l->system_name = system ? strdup(system) : NULL;
+	l->file = file ? strdup(file) : NULL;
+	return 0;
+}
+
+static const char *die_string(Dwarf_Die *die, unsigned name)
+{
+	Dwarf_Attribute a;
+
+	return dwarf_formstring(dwarf_attr_integrate(die, name, &a));
+}
+
+static const char *die_linkage_name(Dwarf_Die *die)
+{
+	const char *s = die_string(die, DW_AT_linkage_name);
+
+	return s ? s : die_string(die, DW_AT_MIPS_linkage_name);
+}
+
+/* Inline chain at f->addr from the DWARF scopes, innermost first. */
+static int dwarf_lines(struct dmod *m, struct dsym_frame *f, size_t *cap, const char *symname)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(m->mod, f->addr, &bias), *scopes = NULL;
+	Dwfl_Line *src = dwfl_module_getsrc(m->mod, f->addr);
+	const char *file = NULL;
+	Dwarf_Files *files = NULL;
+	size_t n_files = 0;
+	int line = 0, n, rc = 0;
+
+	if (src)
+		file = dwfl_lineinfo(src, NULL, &line, NULL, NULL, NULL);
+	if (!cu)
+		return 0;
+	if (dwarf_getsrcfiles(cu, &files, &n_files))
+		files = NULL;
+	/*
+	 * The innermost function scope at the address (the scopes of an
+	 * inlined body come from its abstract tree), then the concrete chain
+	 * around it: inlined_subroutine ... subprogram.
+	 */
+	n = dwarf_getscopes(cu, f->addr - bias, &scopes);
+	for (int i = 0; i < n; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+			Dwarf_Die innermost = scopes[i];
+
+			free(scopes);
+			scopes = NULL;
+			n = dwarf_getscopes_die(&innermost, &scopes);
+			break;
+		}
+		if (i == n - 1)
+			n = 0;
+	}
+	for (int i = 0; i < n && !rc; i++) {
+		Dwarf_Die *s = &scopes[i];
+		int tag = dwarf_tag(s), start = 0;
+		const char *linkage, *plain;
+		Dwarf_Attribute a;
+		Dwarf_Word v;
+		char *name;
+
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+			continue;
+		linkage = die_linkage_name(s);
+		plain = die_string(s, DW_AT_name);
+		if (tag == DW_TAG_subprogram && symname)
+			linkage = symname; /* the symbol names clones too (foo.constprop.0) */
+		if (linkage || plain) {
+			name = demangle(linkage ? linkage : plain);
+			dwarf_decl_line(s, &start);
+			rc = push_line(f, cap, name, linkage, file, line, start,
+				       tag == DW_TAG_inlined_subroutine);
+		}
+		if (tag == DW_TAG_subprogram)
+			break;
+		/* Where the inlined code was called from, in its caller. */
+		file = NULL;
+		line = 0;
+		if (files && dwarf_formudata(dwarf_attr(s, DW_AT_call_file, &a), &v) == 0)
+			file = dwarf_filesrc(files, v, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(s, DW_AT_call_line, &a), &v) == 0)
+			line = (int)v;
+	}
+	free(scopes);
+	/* No function DIE: the symbol, still with its line. */
+	if (!rc && f->n_lines == 0 && symname && file)
+		rc = push_line(f, cap, demangle(symname), symname, file, line, 0, 0);
+	/* The last line is the outer function: not inlined. */
+	if (f->n_lines)
+		f->lines[f->n_lines - 1].inlined = 0;
+	return rc;
+}
+
+static struct dsym_frame *resolve(struct dsym *d, struct dmod *m, uint64_t addr)
+{
+	struct dsym_frame *f = calloc(1, sizeof(*f));
+	const char *symname = NULL;
+	size_t cap = 0;
+	char buf[320];
+
+	if (!f)
+		return NULL;
+	f->addr = addr;
+	f->module = m ? (int)(m - d->mods) : -1;
+	if (m && m->mod) {
+		Dwarf_Addr mbias = 0;
+		GElf_Sym s;
+		GElf_Off off;
+
+		symname = dwfl_module_addrinfo(m->mod, addr, &off, &s, NULL, NULL, NULL);
+		if (!(d->flags & DSYM_NO_DWARF) && dwfl_module_getdwarf(m->mod, &mbias)) {
+			m->pub.has_dwarf = 1;
+			if (dwarf_lines(m, f, &cap, symname))
+				goto fail;
+		}
+	}
+	if (m) {
+		f->rel = addr - m->bias;
+	} else {
+		f->rel = addr;
+	}
+	f->named = f->n_lines > 0 || symname;
+	if (!f->n_lines) {
+		if (symname) {
+			if (push_line(f, &cap, demangle(symname), symname, NULL, 0, 0, 0))
+				goto fail;
+		} else {
+			snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, m ? m->pub.name : "[unknown]",
+				 f->rel);
+			if (push_line(f, &cap, strdup(buf), NULL, NULL, 0, 0, 0))
+				goto fail;
+		}
+	}
+	d->n_addresses++;
+	d->n_lines += f->n_lines;
+	return f;
+fail:
+	frame_free(f);
+	return NULL;
+}
+
+static struct dmod *module_of(struct dsym *d, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(d->dwfl, addr);
+
+	if (mod) {
+		void **ud;
+
+		dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+		if (*ud)
+			return *ud;
+	}
+	for (size_t i = 0; i < d->n_mods; i++)
+		if (addr >= d->mods[i].pub.start && addr < d->mods[i].pub.limit)
+			return &d->mods[i];
+	return NULL;
+}
+
+const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc)
+{
+	/* A return address points after the call: look the call up. */
+	uint64_t addr = pc ? pc - 1 : 0;
+	struct dmod *m = module_of(d, addr);
+	struct cache_slot **slots = m ? &m->slots : &d->unknown;
+	size_t *n = m ? &m->n_slots : &d->n_unknown, *cap = m ? &m->cap_slots : &d->cap_unknown;
+	uint64_t key = m ? addr - m->pub.start : addr;
+	struct cache_slot *s;
+
+	if (slots_reserve(slots, n, cap))
+		return NULL;
+	s = slot_find(*slots, *cap, key);
+	if (!s->frame) {
+		s->frame = resolve(d, m, addr);
+		if (!s->frame)
+			return NULL;
+		s->rel = key;
+		(*n)++;
+	}
+	return s->frame;
+}

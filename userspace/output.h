@@ -1,0 +1,36 @@
+/*
+ * The loader's outputs: folded stacks, pprof, an SVG flame graph or a text
+ * report, chosen by --format or by the output file's extension.
+ */
+#ifndef MEMPROF_OUTPUT_H
+#define MEMPROF_OUTPUT_H
+
+#include "profile.h"
+
+enum output_format { FMT_AUTO = -1, FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_TEXT, N_FORMATS };
+
+/* The format named s (folded, pprof, svg, text), or -1. */
+int output_format_parse(const char *s);
+/* The format of a file by its extension: .pb.gz/.pprof, .svg, .txt, else folded. */
+enum output_format output_format_of_path(const char *path);
+
+#define OUTPUT_MAX_FILES 8
+
+struct output_request {
+	const char *paths[OUTPUT_MAX_FILES]; /* files to write (none: stdout) */
+	int n_paths;
+	const char *all_views_dir; /* non-NULL: DIR/<view>.folded for every view */
+	enum output_format format; /* FMT_AUTO: by each path's extension */
+	unsigned dsym_flags;	   /* DSYM_* */
+	struct profile_meta meta;
+};
+
+/*
+ * Symbolize the aggregates and write what r asks.  Returns an exit code
+ * (EXIT_OK, or EXIT_FAILED after printing one line).  With meta.verbose,
+ * prints the symbolization's time and memory.
+ */
+int output_write(const struct output_request *r, const struct memprof_stack *stacks,
+		 const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym);
+
+#endif

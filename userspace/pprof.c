@@ -1,0 +1,450 @@
+/*
+ * The pprof writer: every view of the profile in one gzipped profile.proto
+ * (userspace/profile.proto, encoded with protobuf-c), sample types named as
+ * Go's heap profiles name them (inuse is our live view).
+ */
+#include "pprof.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+
+/* Sample types, two per view (objects, bytes), in the order of the views. */
+static const char *const type_names[MEMPROF_N_VIEWS][2] = {
+    {"alloc_objects", "alloc_space"},
+    {"inuse_objects", "inuse_space"},
+    {"promoted_objects", "promoted_space"},
+    {"short_objects", "short_space"},
+};
+
+/* ---- A small hash table: key (string or pointer) -> index ---- */
+
+struct entry {
+	const void *ptr; /* pointer keys */
+	char *str;	 /* string keys (owned) */
+	uint64_t hash;
+	size_t value;
+	int used;
+};
+
+struct table {
+	struct entry *e;
+	size_t n, cap;
+};
+
+static uint64_t hash_bytes(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t hash_ptr(const void *p)
+{
+	uint64_t k = (uint64_t)(uintptr_t)p;
+
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	return k ^ (k >> 33);
+}
+
+static struct entry *table_slot(struct table *t, const char *str, const void *ptr, uint64_t h)
+{
+	size_t i = h & (t->cap - 1);
+
+	while (t->e[i].used &&
+	       !(t->e[i].hash == h && (str ? !strcmp(t->e[i].str, str) : t->e[i].ptr == ptr)))
+		i = (i + 1) & (t->cap - 1);
+	return &t->e[i];
+}
+
+static int table_grow(struct table *t)
+{
+	struct table nt = {.cap = t->cap ? t->cap * 2 : 256};
+
+	if (t->cap && (t->n + 1) * 2 <= t->cap)
+		return 0;
+	nt.e = calloc(nt.cap, sizeof(*nt.e));
+	if (!nt.e)
+		return -1;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].used)
+			*table_slot(&nt, t->e[i].str, t->e[i].ptr, t->e[i].hash) = t->e[i];
+	nt.n = t->n;
+	free(t->e);
+	*t = nt;
+	return 0;
+}
+
+static void table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->e[i].str);
+	free(t->e);
+}
+
+/* ---- The profile message being built ---- */
+
+struct builder {
+	Pprof__Profile prof;
+	struct table strings, functions, locations;
+	size_t cap_strings, cap_functions, cap_locations;
+	int oom;
+};
+
+static int64_t str_index(struct builder *b, const char *s)
+{
+	struct entry *e;
+	uint64_t h;
+
+	if (!s || !*s)
+		return 0;
+	if (table_grow(&b->strings)) {
+		b->oom = 1;
+		return 0;
+	}
+	h = hash_bytes(s);
+	e = table_slot(&b->strings, s, NULL, h);
+	if (e->used)
+		return (int64_t)e->value;
+	if (b->prof.n_string_table == b->cap_strings) {
+		size_t ncap = b->cap_strings * 2;
+		char **v = realloc(b->prof.string_table, ncap * sizeof(*v));
+
+		if (!v) {
+			b->oom = 1;
+			return 0;
+		}
+		b->prof.string_table = v;
+		b->cap_strings = ncap;
+	}
+	e->str = strdup(s);
+	if (!e->str) {
+		b->oom = 1;
+		return 0;
+	}
+	e->used = 1;
+	e->hash = h;
+	e->value = b->prof.n_string_table;
+	b->strings.n++;
+	b->prof.string_table[b->prof.n_string_table++] = e->str;
+	return (int64_t)e->value;
+}
+
+/* Grow a message pointer array by one; the new slot, or NULL. */
+static void *push(void ***arr, size_t *n, size_t *cap, size_t size)
+{
+	void *m;
+
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		void **v = realloc(*arr, ncap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		*arr = v;
+		*cap = ncap;
+	}
+	m = calloc(1, size);
+	if (m)
+		(*arr)[(*n)++] = m;
+	return m;
+}
+
+static uint64_t function_id(struct builder *b, const struct dsym_line *l)
+{
+	char key[2048];
+	struct entry *e;
+	Pprof__Function *f;
+	uint64_t h;
+
+	snprintf(key, sizeof(key), "%s\x01%s\x01%s", l->function,
+		 l->system_name ? l->system_name : "", l->file ? l->file : "");
+	if (table_grow(&b->functions)) {
+		b->oom = 1;
+		return 0;
+	}
+	h = hash_bytes(key);
+	e = table_slot(&b->functions, key, NULL, h);
+	if (e->used)
+		return e->value;
+	f = push((void ***)&b->prof.function, &b->prof.n_function, &b->cap_functions, sizeof(*f));
+	e->str = strdup(key);
+	if (!f || !e->str) {
+		b->oom = 1;
+		return 0;
+	}
+	pprof__function__init(f);
+	f->id = b->prof.n_function;
+	f->name = str_index(b, l->function);
+	f->system_name = str_index(b, l->system_name ? l->system_name : l->function);
+	f->filename = str_index(b, l->file);
+	f->start_line = l->start_line;
+	e->used = 1;
+	e->hash = h;
+	e->value = f->id;
+	b->functions.n++;
+	return f->id;
+}
+
+static uint64_t location_id(struct builder *b, const struct dsym_frame *fr)
+{
+	struct entry *e;
+	Pprof__Location *loc;
+	uint64_t h = hash_ptr(fr);
+
+	if (table_grow(&b->locations)) {
+		b->oom = 1;
+		return 0;
+	}
+	e = table_slot(&b->locations, NULL, fr, h);
+	if (e->used)
+		return e->value;
+	loc =
+	    push((void ***)&b->prof.location, &b->prof.n_location, &b->cap_locations, sizeof(*loc));
+	if (!loc) {
+		b->oom = 1;
+		return 0;
+	}
+	pprof__location__init(loc);
+	loc->id = b->prof.n_location;
+	loc->mapping_id = fr->module >= 0 ? (uint64_t)fr->module + 1 : 0;
+	loc->address = fr->addr;
+	loc->line = calloc(fr->n_lines, sizeof(*loc->line));
+	if (!loc->line) {
+		b->oom = 1;
+		return 0;
+	}
+	for (size_t i = 0; i < fr->n_lines; i++) {
+		Pprof__Line *l = calloc(1, sizeof(*l));
+
+		if (!l) {
+			b->oom = 1;
+			break;
+		}
+		pprof__line__init(l);
+		l->function_id = function_id(b, &fr->lines[i]);
+		l->line = fr->lines[i].line;
+		loc->line[loc->n_line++] = l;
+	}
+	e->used = 1;
+	e->ptr = fr;
+	e->hash = h;
+	e->value = loc->id;
+	b->locations.n++;
+	return loc->id;
+}
+
+static void value_type(struct builder *b, Pprof__ValueType *vt, const char *type, const char *unit)
+{
+	pprof__value_type__init(vt);
+	vt->type = str_index(b, type);
+	vt->unit = str_index(b, unit);
+}
+
+static void builder_free(struct builder *b)
+{
+	Pprof__Profile *p = &b->prof;
+
+	for (size_t i = 0; i < p->n_sample_type; i++)
+		free(p->sample_type[i]);
+	free(p->sample_type);
+	for (size_t i = 0; i < p->n_sample; i++) {
+		free(p->sample[i]->location_id);
+		free(p->sample[i]->value);
+		free(p->sample[i]);
+	}
+	free(p->sample);
+	for (size_t i = 0; i < p->n_mapping; i++)
+		free(p->mapping[i]);
+	free(p->mapping);
+	for (size_t i = 0; i < p->n_location; i++) {
+		for (size_t j = 0; j < p->location[i]->n_line; j++)
+			free(p->location[i]->line[j]);
+		free(p->location[i]->line);
+		free(p->location[i]);
+	}
+	free(p->location);
+	for (size_t i = 0; i < p->n_function; i++)
+		free(p->function[i]);
+	free(p->function);
+	free(p->string_table); /* the strings are the table's */
+	free(p->comment);
+	free(p->period_type);
+	table_free(&b->strings);
+	table_free(&b->functions);
+	table_free(&b->locations);
+}
+
+static void add_comment(struct builder *b, size_t *cap, const char *text)
+{
+	int64_t *v;
+
+	if (b->prof.n_comment == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		v = realloc(b->prof.comment, *cap * sizeof(*v));
+		if (!v) {
+			b->oom = 1;
+			return;
+		}
+		b->prof.comment = v;
+	}
+	b->prof.comment[b->prof.n_comment++] = str_index(b, text);
+}
+
+static int build(struct builder *b, const struct profile *p)
+{
+	Pprof__Profile *pb = &b->prof;
+	size_t cap_samples = 0, cap_mappings = 0, cap_comments = 0;
+	char text[512], exe[4096] = "";
+
+	pprof__profile__init(pb);
+	b->cap_strings = 256;
+	pb->string_table = calloc(b->cap_strings, sizeof(char *));
+	if (!pb->string_table)
+		return -1;
+	pb->string_table[pb->n_string_table++] = ""; /* index 0 */
+	pb->sample_type = calloc(2 * MEMPROF_N_VIEWS, sizeof(*pb->sample_type));
+	pb->period_type = calloc(1, sizeof(*pb->period_type));
+	if (!pb->sample_type || !pb->period_type)
+		return -1;
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
+		for (int k = 0; k < 2; k++) {
+			Pprof__ValueType *vt = calloc(1, sizeof(*vt));
+
+			if (!vt)
+				return -1;
+			value_type(b, vt, type_names[v][k], k ? "bytes" : "count");
+			pb->sample_type[pb->n_sample_type++] = vt;
+		}
+	value_type(b, pb->period_type, "space", "bytes");
+	pb->period = p->meta.rate > 0 ? llround(8.0 / p->meta.rate) : 0;
+	pb->default_sample_type = str_index(b, type_names[p->meta.view][1]);
+	pb->time_nanos = p->meta.time_ns;
+	pb->duration_nanos = p->meta.duration_ns;
+
+	for (size_t i = 0; i < dsym_n_modules(p->dsym); i++) {
+		const struct dsym_module *m = dsym_module(p->dsym, i);
+		Pprof__Mapping *mp =
+		    push((void ***)&pb->mapping, &pb->n_mapping, &cap_mappings, sizeof(*mp));
+
+		if (!mp)
+			return -1;
+		pprof__mapping__init(mp);
+		mp->id = i + 1;
+		mp->memory_start = m->start;
+		mp->memory_limit = m->limit;
+		mp->file_offset = m->offset;
+		mp->filename = str_index(b, m->path);
+		mp->build_id = str_index(b, m->build_id);
+		mp->has_functions = 1;
+		mp->has_filenames = m->has_dwarf;
+		mp->has_line_numbers = m->has_dwarf;
+		mp->has_inline_frames = m->has_dwarf;
+		if (i == 0)
+			snprintf(exe, sizeof(exe), "%s", m->path);
+	}
+
+	for (size_t i = 0; i < p->n_stacks; i++) {
+		const struct profile_stack *s = &p->stacks[i];
+		Pprof__Sample *smp =
+		    push((void ***)&pb->sample, &pb->n_sample, &cap_samples, sizeof(*smp));
+
+		if (!smp)
+			return -1;
+		pprof__sample__init(smp);
+		smp->value = calloc(2 * MEMPROF_N_VIEWS, sizeof(*smp->value));
+		smp->location_id = calloc(s->n_frames ? s->n_frames : 1, sizeof(uint64_t));
+		if (!smp->value || !smp->location_id)
+			return -1;
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+			smp->value[2 * v] = llround(s->objects[v]);
+			smp->value[2 * v + 1] = s->bytes[v];
+		}
+		smp->n_value = 2 * MEMPROF_N_VIEWS;
+		for (size_t f = 0; f < s->n_frames; f++)
+			smp->location_id[smp->n_location_id++] = location_id(b, s->frames[f]);
+		if (!s->n_frames) {
+			/* A location of its own, with a function named for it. */
+			static const struct dsym_line unknown_line = {.function =
+									  PROFILE_UNKNOWN_STACK};
+			static const struct dsym_frame unknown = {
+			    .module = -1, .n_lines = 1, .lines = (struct dsym_line *)&unknown_line};
+
+			smp->location_id[smp->n_location_id++] = location_id(b, &unknown);
+		}
+	}
+
+	snprintf(text, sizeof(text),
+		 "memprof-bpf: process %d%s%s, sampling rate %g per word (one sample per %.0f "
+		 "bytes on average)",
+		 (int)p->meta.pid, *exe ? " " : "", exe, p->meta.rate,
+		 p->meta.rate > 0 ? 8.0 / p->meta.rate : 0.0);
+	add_comment(b, &cap_comments, text);
+	add_comment(b, &cap_comments,
+		    "views: alloc = every sampled allocation, inuse = blocks alive when tracing "
+		    "stopped, promoted = blocks that survived a minor collection, short = blocks "
+		    "freed while young");
+	add_comment(b, &cap_comments,
+		    "each value is an estimate: a view's samples are Poisson, so a value "
+		    "resting on n samples has a relative error of about 1/sqrt(n)");
+	return b->oom ? -1 : 0;
+}
+
+/* Gzip buf into out. */
+static int gzip_write(FILE *out, const uint8_t *buf, size_t len)
+{
+	z_stream z = {0};
+	uint8_t chunk[65536];
+	int rc;
+
+	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
+		return -1;
+	z.next_in = (uint8_t *)buf;
+	z.avail_in = (uInt)len;
+	do {
+		z.next_out = chunk;
+		z.avail_out = sizeof(chunk);
+		rc = deflate(&z, Z_FINISH);
+		if (rc == Z_STREAM_ERROR || fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) !=
+						sizeof(chunk) - z.avail_out) {
+			deflateEnd(&z);
+			return -1;
+		}
+	} while (rc != Z_STREAM_END);
+	deflateEnd(&z);
+	return 0;
+}
+
+int pprof_write(FILE *out, const struct profile *p)
+{
+	struct builder b = {0};
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc = -1;
+
+	if (build(&b, p))
+		goto out;
+	len = pprof__profile__get_packed_size(&b.prof);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		goto out;
+	pprof__profile__pack(&b.prof, buf);
+	rc = gzip_write(out, buf, len);
+out:
+	/* String 0 is a literal: the table owns the others. */
+	if (b.prof.string_table)
+		b.prof.string_table[0] = NULL;
+	builder_free(&b);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,69 @@
+/*
+ * The profile every output format is written from: the per-stack
+ * aggregates of the BPF side, symbolized (userspace/dwarf_symbolize.c),
+ * with the sample counts behind each estimate and the run's metadata.
+ */
+#ifndef MEMPROF_PROFILE_H
+#define MEMPROF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <linux/types.h>
+#include "memprof_maps.h"
+#include "dwarf_symbolize.h"
+#include "folded.h"
+
+struct profile_stack {
+	/* Frames innermost first (NULL entries never); n_frames 0: stack unknown. */
+	const struct dsym_frame **frames;
+	size_t n_frames;
+	int64_t samples[MEMPROF_N_VIEWS]; /* samples behind each view (sum of n_samples) */
+	int64_t bytes[MEMPROF_N_VIEWS];	  /* estimated bytes */
+	double objects[MEMPROF_N_VIEWS];  /* estimated objects */
+};
+
+struct profile_meta {
+	pid_t pid;
+	double rate;	 /* rate in force (per word), 0 if unknown */
+	int64_t time_ns; /* wall-clock start of the collection */
+	int64_t duration_ns;
+	enum memprof_view view; /* the view of single-view formats */
+	int verbose;		/* text: also per stack */
+};
+
+struct profile {
+	struct profile_meta meta;
+	struct dsym *dsym;
+	struct profile_stack *stacks; /* only stacks with some weight */
+	size_t n_stacks;
+	int64_t total_samples[MEMPROF_N_VIEWS], total_bytes[MEMPROF_N_VIEWS];
+	double total_objects[MEMPROF_N_VIEWS];
+};
+
+/*
+ * Symbolize stacks[0..n) with dsym (kept by the profile, freed with it).
+ * 0, or -1 when out of memory.
+ */
+int profile_build(struct profile *p, const struct memprof_stack *stacks,
+		  const struct memprof_stack_agg *aggs, uint32_t n, struct dsym *dsym,
+		  const struct profile_meta *meta);
+void profile_free(struct profile *p);
+
+/* The frame names of a stack: lines of every frame, innermost first. */
+size_t profile_stack_names(const struct profile_stack *s, const char **names, size_t max);
+#define PROFILE_MAX_NAMES (MEMPROF_STACK_DEPTH * 8)
+#define PROFILE_UNKNOWN_STACK "[stack-unavailable]"
+
+/* Bytes per sample behind view v of a stack (its estimate over its samples). */
+double profile_bytes_per_sample(const struct profile *p, int64_t bytes, int64_t samples);
+
+/*
+ * 95% confidence interval of a Poisson mean from n observed events
+ * (Garwood's exact interval through the Wilson-Hilferty approximation of
+ * the chi-square quantiles).
+ */
+void poisson_interval95(double n, double *lo, double *hi);
+
+#endif

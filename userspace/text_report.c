@@ -1,0 +1,205 @@
+/* The text report, a table per view. */
+#include "text_report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const view_meaning[MEMPROF_N_VIEWS] = {
+    "every sampled allocation",
+    "blocks still alive when tracing stopped",
+    "blocks that survived a minor collection",
+    "blocks freed while young",
+};
+
+/*
+ * Frames of the allocator or of the C++ standard library (containers,
+ * allocators): the site is the innermost frame of the program's own code.
+ */
+static int allocator_frame(const char *name)
+{
+	static const char *const prefixes[] = {
+	    "malloc",	"calloc", "realloc",	  "reallocarray", "posix_memalign", "aligned_alloc",
+	    "memalign", "valloc", "operator new", "std::",	  "__gnu_cxx::",
+	};
+
+	/* A function template's name starts with its return type. */
+	if (!strncmp(name, "void ", 5))
+		name += 5;
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t n = strlen(prefixes[i]);
+
+		if (!strncmp(name, prefixes[i], n) &&
+		    (prefixes[i][n - 1] == ':' || name[n] == '\0' || name[n] == '(' ||
+		     name[n] == '<' || name[n] == '['))
+			return 1;
+	}
+	return 0;
+}
+
+const char *text_report_site(const struct profile_stack *s)
+{
+	const char *names[PROFILE_MAX_NAMES];
+	size_t n = profile_stack_names(s, names, PROFILE_MAX_NAMES);
+
+	for (size_t i = 0; i < n; i++)
+		if (!allocator_frame(names[i]))
+			return names[i];
+	return names[0];
+}
+
+struct row {
+	char *label; /* site name, or the stack root;...;leaf */
+	int64_t samples, bytes;
+	double objects;
+};
+
+static void human_bytes(char *buf, size_t len, double b)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+
+	while (fabs(b) >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.4g %s" : "%.0f %s", b, units[u]);
+}
+
+static void human_count(char *buf, size_t len, double n)
+{
+	if (fabs(n) < 1e6)
+		snprintf(buf, len, "%.0f", n);
+	else
+		snprintf(buf, len, "%.4g", n);
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return strcmp(x->label, y->label);
+}
+
+/* Root-first frames joined by ';', malloc'ed. */
+static char *stack_label(const struct profile_stack *s)
+{
+	const char *names[PROFILE_MAX_NAMES];
+	size_t n = profile_stack_names(s, names, PROFILE_MAX_NAMES), len = 1, o = 0;
+	char *out;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(names[i]) + 1;
+	out = malloc(len);
+	if (!out)
+		return NULL;
+	for (size_t i = n; i-- > 0;)
+		o += (size_t)sprintf(out + o, "%s%s", o ? ";" : "", names[i]);
+	out[o] = '\0';
+	return out;
+}
+
+/* Rows of view v, by site (by_stack 0) or by stack; merged by label. */
+static struct row *rows_of(const struct profile *p, int v, int by_stack, size_t *n_rows)
+{
+	struct row *rows = calloc(p->n_stacks ? p->n_stacks : 1, sizeof(*rows));
+	size_t n = 0;
+
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < p->n_stacks; i++) {
+		const struct profile_stack *s = &p->stacks[i];
+		char *label;
+		size_t j;
+
+		if (s->bytes[v] <= 0)
+			continue;
+		label = by_stack ? stack_label(s) : strdup(text_report_site(s));
+		if (!label)
+			goto oom;
+		for (j = 0; j < n && strcmp(rows[j].label, label); j++)
+			;
+		if (j == n)
+			rows[n++].label = label;
+		else
+			free(label);
+		rows[j].samples += s->samples[v];
+		rows[j].bytes += s->bytes[v];
+		rows[j].objects += s->objects[v];
+	}
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	*n_rows = n;
+	return rows;
+oom:
+	for (size_t j = 0; j < n; j++)
+		free(rows[j].label);
+	free(rows);
+	return NULL;
+}
+
+static void print_row(FILE *out, const struct profile *p, int v, const struct row *r)
+{
+	double lo, hi, per = profile_bytes_per_sample(p, r->bytes, r->samples);
+	double share = p->total_bytes[v] > 0 ? 100.0 * r->bytes / p->total_bytes[v] : 0;
+	char b[32], bl[32], bh[32], o[32], ol[32], oh[32];
+
+	poisson_interval95((double)r->samples, &lo, &hi);
+	human_bytes(b, sizeof(b), (double)r->bytes);
+	human_bytes(bl, sizeof(bl), lo * per);
+	human_bytes(bh, sizeof(bh), hi * per);
+	human_count(o, sizeof(o), r->objects);
+	human_count(ol, sizeof(ol), r->samples ? r->objects * lo / r->samples : 0);
+	human_count(oh, sizeof(oh), r->samples ? r->objects * hi / r->samples : 0);
+	fprintf(out, "%6.2f%%  %11s  [%11s, %11s]  %10s  [%10s, %10s]  %8lld  %s\n", share, b, bl,
+		bh, o, ol, oh, (long long)r->samples, r->label);
+}
+
+static int print_table(FILE *out, const struct profile *p, int v, int by_stack)
+{
+	size_t n;
+	struct row *rows = rows_of(p, v, by_stack, &n);
+
+	if (!rows)
+		return -1;
+	fprintf(out, "%7s  %11s  %-26s  %10s  %-24s  %8s  %s\n", "share", "bytes", "[95% interval]",
+		"objects", "[95% interval]", "samples",
+		by_stack ? "stack (root;...;leaf)" : "site");
+	for (size_t i = 0; i < n; i++) {
+		print_row(out, p, v, &rows[i]);
+		free(rows[i].label);
+	}
+	if (!n)
+		fprintf(out, "    (nothing sampled)\n");
+	free(rows);
+	return 0;
+}
+
+int text_report_write(FILE *out, const struct profile *p)
+{
+	char b[32];
+
+	fprintf(out, "memprof-bpf report: process %d, sampling rate %g per word", (int)p->meta.pid,
+		p->meta.rate);
+	if (p->meta.rate > 0)
+		fprintf(out, " (one sample per %.0f bytes on average)", 8.0 / p->meta.rate);
+	fprintf(out, ", %.1f s\n", (double)p->meta.duration_ns * 1e-9);
+	fprintf(out, "Estimates from samples; each [95%% interval] is the Poisson interval of its "
+		     "sample count, scaled.\n");
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+		human_bytes(b, sizeof(b), (double)p->total_bytes[v]);
+		fprintf(out, "\n== %s (%s): %s, %.0f objects, %lld samples\n",
+			memprof_view_names[v], view_meaning[v], b, p->total_objects[v],
+			(long long)p->total_samples[v]);
+		fprintf(out, "-- by site\n");
+		if (print_table(out, p, v, 0))
+			return -1;
+		if (p->meta.verbose) {
+			fprintf(out, "-- by stack\n");
+			if (print_table(out, p, v, 1))
+				return -1;
+		}
+	}
+	return ferror(out) ? -1 : 0;
+}
