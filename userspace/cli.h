@@ -25,6 +25,8 @@ enum cli_long_opt {
 	OPT_EVERY,
 	OPT_SNAPSHOT_DIR,
 	OPT_SORT,
+	OPT_NO_INJECT,
+	OPT_PRELOAD,
 	OPT_HELP,
 	OPT_VERSION,
 };

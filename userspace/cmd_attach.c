@@ -25,6 +25,8 @@ static const struct option long_opts[] = {
     {"rate", required_argument, NULL, OPT_RATE},
     {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
     {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
+    {"no-inject", no_argument, NULL, OPT_NO_INJECT},
+    {"preload", required_argument, NULL, OPT_PRELOAD},
     {"every", required_argument, NULL, OPT_EVERY},
     {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
     {"verbose", no_argument, NULL, 'v'},
@@ -40,11 +42,14 @@ static void usage(FILE *f)
 		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
 		"                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
 		"                             [--every SECONDS --snapshot-dir DIR]\n"
+		"                             [--no-inject] [--preload LIB]\n"
 		"Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
 		"call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
 		"DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT/SIGTERM,\n"
 		"or when PID exits.  With several PIDs, every stack starts with a frame naming\n"
-		"its process, \"comm (pid)\", and pprof samples carry a pid label.\n"
+		"its process, \"comm (pid)\", and pprof samples carry a pid label.  A dynamically\n"
+		"linked process without the probes gets the malloc host (libmemprof-preload.so)\n"
+		"loaded into it first, without a restart.\n"
 		"  -d, --duration SECONDS  stop after SECONDS\n"
 		"  -o, --output FILE  write FILE (repeatable)\n"
 		"  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
@@ -62,12 +67,16 @@ static void usage(FILE *f)
 		"  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
 		"             named by its UTC time (YYYYmmddTHHMMSS.mmmZ.ext, in --format):\n"
 		"             alloc, promoted and short over the interval, live at its end\n"
+		"  --no-inject  never load the malloc host: a process without probes is an error\n"
+		"  --preload LIB  the malloc host to load (default: libmemprof-preload.so next to\n"
+		"             this program, or in ../lib)\n"
 		"  -v, --verbose  verbose, with libbpf's own log\n"
 		"On a terminal, a status line shows the elapsed time, samples, live blocks and\n"
 		"drops.\n"
 		"Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
-		"(no such process, no memprof probes, corrupt ELF), 3 not privileged or kernel\n"
-		"without BTF/uprobes, 4 BPF or output failure.\n",
+		"(no such process, no memprof probes, corrupt ELF, a process that cannot be\n"
+		"injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
+		"kernel without BTF/uprobes, 4 BPF or output failure.\n",
 		MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS);
 }
 

@@ -34,6 +34,8 @@ static const struct option long_opts[] = {
     {"rate", required_argument, NULL, OPT_RATE},
     {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
     {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
+    {"no-inject", no_argument, NULL, OPT_NO_INJECT},
+    {"preload", required_argument, NULL, OPT_PRELOAD},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -54,7 +56,8 @@ static void usage(FILE *f)
 		"  --sort V       the first sort (default live)\n"
 		"  -d SECONDS     quit after SECONDS\n"
 		"  -o FILE        on quit, write the profile as attach does (--format, --view)\n"
-		"  --rate R, --max-blocks N, --no-dwarf, -v: as for attach\n");
+		"  --rate R, --max-blocks N, --no-dwarf, --no-inject, --preload LIB, -v: as for\n"
+		"             attach\n");
 }
 
 struct site_row {

@@ -15,6 +15,7 @@
 #include "control.h"
 #include "environ_check.h"
 #include "folded.h"
+#include "inject.h"
 
 /* The target's mappings are re-read every poll. */
 #define MAPS_REFRESH_POLLS 1
@@ -93,6 +94,12 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_NO_DWARF:
 		o->no_dwarf = 1;
+		return 0;
+	case OPT_NO_INJECT:
+		o->no_inject = 1;
+		return 0;
+	case OPT_PRELOAD:
+		o->preload = arg;
 		return 0;
 	case OPT_EVERY:
 		if (cli_parse_seconds(arg, &o->every))
@@ -304,6 +311,91 @@ static void refresh_maps(pid_t pid, struct symbolizer *sym)
 		proc_maps_free(&maps);
 }
 
+/* Statuses of scan_or_inject beyond target_scan's. */
+enum { TARGET_INJECT_FAILED = 100, TARGET_INJECT_DENIED };
+
+/*
+ * The malloc host to inject: --preload, or libmemprof-preload.so next to
+ * this program, or in ../lib (where an installation puts it).  out:
+ * PATH_MAX bytes.
+ */
+static int preload_path(const struct attach_opts *o, char *out, char *err, size_t errlen)
+{
+	char self[PATH_MAX], dir[PATH_MAX];
+	const char *candidates[] = {"%s/libmemprof-preload.so", "%s/../lib/libmemprof-preload.so"};
+
+	if (o->preload) {
+		if (!realpath(o->preload, out)) {
+			snprintf(err, errlen, "--preload %.300s: %s", o->preload, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		snprintf(err, errlen, "cannot find this program's path: %s", strerror(errno));
+		return -1;
+	}
+	self[n] = 0;
+	snprintf(dir, sizeof(dir), "%s", self);
+	*strrchr(dir, '/') = 0;
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		char path[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), candidates[i], dir);
+		if (realpath(path, out) && !access(out, R_OK))
+			return 0;
+	}
+	snprintf(
+	    err, errlen,
+	    "no libmemprof-preload.so next to %.300s or in ../lib to inject; give --preload LIB",
+	    self);
+	return -1;
+}
+
+/*
+ * Find the probes; a process without them gets the malloc host loaded into
+ * it (unless --no-inject), and is scanned again.  A process that has them
+ * (preloaded, a memprof runtime, injected before) is never injected.
+ */
+static int scan_or_inject(const struct attach_opts *o, struct traced *p, char *err, size_t errlen)
+{
+	enum target_status st = target_scan(p->pid, p->sym, &p->t, err, errlen);
+	struct inject_result res;
+	char lib[PATH_MAX];
+
+	if (st != TARGET_NO_PROBES || o->no_inject) {
+		if (st == TARGET_NO_PROBES)
+			strncat(err, "; --no-inject: not loading the malloc host",
+				errlen - strlen(err) - 1);
+		return st;
+	}
+	target_free(&p->t);
+	if (preload_path(o, lib, err, errlen))
+		return TARGET_INJECT_FAILED;
+	switch (inject_library(p->pid, lib, &res, err, errlen)) {
+	case INJECT_OK:
+		break;
+	case INJECT_DENIED:
+		return TARGET_INJECT_DENIED;
+	default:
+		return TARGET_INJECT_FAILED;
+	}
+	fprintf(
+	    stderr,
+	    "memprof-bpf: note: process %d had no memprof probes: loaded %s into it (its thread "
+	    "%d paused %.2f ms); it stays loaded after detach\n",
+	    (int)p->pid, lib, (int)res.tid, res.pause_ms);
+	if (o->verbose)
+		fprintf(stderr, "memprof-bpf: injection: %u interruption(s), %.2f ms in all\n",
+			res.attempts, res.total_ms);
+	st = target_scan(p->pid, p->sym, &p->t, err, errlen);
+	if (st == TARGET_NO_PROBES)
+		snprintf(err, errlen, "process %d: %.300s was loaded but shows no memprof probes",
+			 (int)p->pid, lib);
+	return st;
+}
+
 static int attach_one(struct session *s, struct traced *p)
 {
 	char err[ERR_LEN];
@@ -314,9 +406,12 @@ static int attach_one(struct session *s, struct traced *p)
 	p->sym = symbolizer_new();
 	if (!p->sym)
 		return cli_die(EXIT_FAILED, "out of memory");
-	switch (target_scan(p->pid, p->sym, &p->t, err, sizeof(err))) {
+	switch (scan_or_inject(s->o, p, err, sizeof(err))) {
 	case TARGET_OK:
 		break;
+	case TARGET_INJECT_FAILED:
+		return cli_die(EXIT_TARGET, "%s", err);
+	case TARGET_INJECT_DENIED:
 	case TARGET_NO_ACCESS:
 		return cli_die(EXIT_DENIED, "%s", err);
 	case TARGET_ERROR:

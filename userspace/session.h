@@ -31,6 +31,8 @@ struct attach_opts {
 	uint32_t max_blocks; /* 0: the default size of the block map */
 	enum output_format format;
 	int no_dwarf;
+	int no_inject;	     /* refuse a process without probes instead of injecting */
+	const char *preload; /* library to inject, NULL: found next to the loader */
 	int verbose;
 	double every; /* --every SECONDS: snapshots into snapshot_dir */
 	const char *snapshot_dir;
