@@ -290,6 +290,26 @@ static void note_semaphore_lost(pid_t pid, int *noted)
 		(int)pid);
 }
 
+/*
+ * Say once that the host stopped following blocks it had sampled for us
+ * while they were alive (MEMPROF_PROBE_F_FORGOT): no dealloc will come for
+ * them, so the live view keeps them.
+ */
+static void note_forgot(const struct options *o, const struct target *t, int *noted)
+{
+	struct memprof_probe_control ctl;
+
+	if (*noted || !t->control_addr || control_read(o->pid, t->control_addr, &ctl) ||
+	    !(ctl.flags & MEMPROF_PROBE_F_FORGOT))
+		return;
+	*noted = 1;
+	fprintf(stderr,
+		"memprof-bpf: note: process %d stopped following blocks it had sampled for this "
+		"tracer while they were alive (an in-process profile took over or stopped): no "
+		"death will be seen for them, so the live view counts them as still alive\n",
+		(int)o->pid);
+}
+
 static void refresh_maps(pid_t pid, struct symbolizer *sym)
 {
 	struct proc_maps maps;
@@ -308,7 +328,7 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 		      struct symbolizer *sym)
 {
 	double end = o->seconds > 0 ? now_s() + o->seconds : 0;
-	int rate_reported = 0, lost_noted = 0;
+	int rate_reported = 0, lost_noted = 0, forgot_noted = 0;
 
 	for (unsigned poll = 1; !stop_requested; poll++) {
 		struct timespec pause = {0, POLL_INTERVAL_MS * 1000000L};
@@ -320,6 +340,7 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 			rate_reported = report_rate(o, t);
 		if (!lost_noted && semaphore_lost(t) && !proc_exited(o->pid))
 			note_semaphore_lost(o->pid, &lost_noted);
+		note_forgot(o, t, &forgot_noted);
 		if (poll % BLOCKS_READ_POLLS == 0 && tracer_read_blocks(tr) && verbose)
 			fprintf(stderr, "memprof-bpf: cannot read the block map: %s\n",
 				strerror(errno));
