@@ -286,6 +286,18 @@ static int report_rate(struct session *s, const struct traced *p)
  * breakpoint, so it would not raise the semaphore, and unregistering with
  * the semaphore at zero makes it leak the uprobe.
  */
+/*
+ * The host stopped following blocks it had sampled for us while they were
+ * alive (MEMPROF_PROBE_F_FORGOT): no dealloc will come for them.
+ */
+static int host_forgot_blocks(const struct traced *p)
+{
+	struct memprof_probe_control ctl;
+
+	return p->t.control_addr && !control_read(p->pid, p->t.control_addr, &ctl) &&
+	       (ctl.flags & MEMPROF_PROBE_F_FORGOT);
+}
+
 static int semaphore_lost(const struct target *t)
 {
 	for (size_t i = 0; i < t->n_files; i++) {
@@ -496,6 +508,16 @@ int session_poll(struct session *s, unsigned poll)
 			    "note: process %d's memprof sample semaphore dropped while this "
 			    "tracer was attached (another tracer of it detached?): it "
 			    "stopped sampling; the output covers the time before",
+			    (int)p->pid);
+		}
+		if (!p->forgot_noted && host_forgot_blocks(p)) {
+			p->forgot_noted = 1;
+			session_note(
+			    s,
+			    "note: process %d stopped following blocks it had sampled for "
+			    "this tracer while they were alive (an in-process profile took "
+			    "over or stopped): no death will be seen for them, so the live "
+			    "view counts them as still alive",
 			    (int)p->pid);
 		}
 		if (poll % BLOCKS_READ_POLLS == 0 && tracer_read_blocks(&p->tr) && s->o->verbose)

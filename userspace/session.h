@@ -57,7 +57,7 @@ struct traced {
 	struct symbolizer *sym;
 	struct target t;
 	struct tracer tr;
-	int opened, exited, rate_reported, lost_noted;
+	int opened, exited, rate_reported, lost_noted, forgot_noted;
 	struct memprof_stack_agg *snap_prev; /* --every: aggregates at the last snapshot */
 };
 

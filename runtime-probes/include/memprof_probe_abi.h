@@ -40,7 +40,9 @@
  *       A tracked block died.  kind is MEMPROF_PROBE_KIND_MINOR when it died
  *       young, MEMPROF_PROBE_KIND_MAJOR otherwise.  At most once per id.
  *       A block whose tracking ends without a death (the profile was
- *       discarded, or the tracer detached) gets no dealloc.
+ *       discarded, or the tracer detached) gets no dealloc; a host that
+ *       forgets blocks so while a tracer is attached may say so with
+ *       MEMPROF_PROBE_F_FORGOT.
  *
  *   memprof:gc       (phase, minor_heap_bytes, major_heap_bytes)
  *       Optional, for timelines.  phase is one of MEMPROF_PROBE_GC_*.
@@ -95,6 +97,14 @@
 /* flags, written by the host. */
 #define MEMPROF_PROBE_F_IN_PROCESS 1u /* an in-process profile is sampling */
 #define MEMPROF_PROBE_F_TRACER 2u     /* sampling was started for a tracer */
+/*
+ * Sticky until the tracer detaches: the host stopped following blocks it
+ * had sampled for the tracer while they were still alive (an in-process
+ * profile took over, and the runtime forgot them, as OCaml 4.13's
+ * Gc.Memprof.stop does).  Those blocks get no dealloc: a tracer cannot tell
+ * when they die.
+ */
+#define MEMPROF_PROBE_F_FORGOT 4u
 
 /* The default rate a tracer requests, per word. */
 #define MEMPROF_PROBE_DEFAULT_RATE 1e-5
