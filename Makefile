@@ -55,6 +55,7 @@ include bpf/build.mk
 include userspace/build.mk
 include bench/build.mk
 include examples/build.mk
+include install.mk
 # Last: it turns the test settings of the fragments above into rules.
 include tests/build.mk
 

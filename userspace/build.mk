@@ -71,6 +71,47 @@ demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	@./scripts/demo.sh
 
+# ---- tests/inject/progs: programs memprof-bpf injects the malloc host into
+# while they run (never started under LD_PRELOAD), and two it must refuse ----
+INJECT_PROGS_DIR := $(BUILD)/tests/inject/progs
+INJECT_PROGS := $(INJECT_PROGS_DIR)/sites $(INJECT_PROGS_DIR)/sites_cxx \
+	$(INJECT_PROGS_DIR)/libsite.so $(INJECT_PROGS_DIR)/sites.py \
+	$(INJECT_PROGS_DIR)/static_wait $(INJECT_PROGS_DIR)/seccomp_wait \
+	$(INJECT_PROGS_DIR)/syscalls
+INJECT_PROG_FLAGS := -O1 -g -rdynamic -fno-optimize-sibling-calls
+INJECT_PROG_HDRS := tests/inject/progs/go_wait.h
+
+$(INJECT_PROGS_DIR)/sites: tests/inject/progs/sites.c $(INJECT_PROG_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(INJECT_PROG_FLAGS) -o $@ $< -lpthread -ldl
+
+$(INJECT_PROGS_DIR)/sites_cxx: tests/inject/progs/sites_cxx.cpp $(INJECT_PROG_HDRS)
+	@mkdir -p $(@D)
+	g++ -std=c++17 $(WARN) $(INJECT_PROG_FLAGS) -o $@ $<
+
+$(INJECT_PROGS_DIR)/libsite.so: tests/inject/progs/libsite.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(WARN) $(INJECT_PROG_FLAGS) -fPIC -shared -o $@ $<
+
+$(INJECT_PROGS_DIR)/sites.py: tests/inject/progs/sites.py
+	@mkdir -p $(@D)
+	cp $< $@
+
+$(INJECT_PROGS_DIR)/static_wait: tests/inject/progs/static_wait.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(WARN) -O1 -static -o $@ $<
+
+$(INJECT_PROGS_DIR)/syscalls: tests/inject/progs/syscalls.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $< -lpthread
+
+$(INJECT_PROGS_DIR)/seccomp_wait: tests/inject/progs/seccomp_wait.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $<
+
+EXTRA_CFLAGS_tests/inject/ := -DINJECT_BUILD_DIR='"$(BUILD)"' -Iuserspace
+TEST_NEEDS_inject = $(LOADER) $(PRELOAD_SO) $(INJECT_PROGS)
+
 # ---- tests/output/progs: programs with known allocation sites, run under the
 # malloc host, whose profiles the output tests read (pprof through go tool
 # pprof, the SVG, the text report) ----
@@ -99,3 +140,12 @@ EXTRA_CFLAGS_tests/output/ := -Iuserspace -Ibpf -I$(PPROF_GEN_DIR)
 TEST_LIBS_output := $(LOADER_LIB_OBJS)
 TEST_LDLIBS_output = $(LOADER_LIBS)
 TEST_NEEDS_output = $(LOADER) $(PRELOAD_SO) $(OUTPUT_PROGS)
+
+# ---- tests/cli: the subcommands (attach with several PIDs, top through a
+# pseudo-terminal, list, diff, --every, bad arguments, make install) on real
+# processes; they reuse tests/attach's helpers and trigger ----
+EXTRA_CFLAGS_tests/cli/ := -O1 -Iuserspace -Ibpf -Itests/attach -I$(PPROF_GEN_DIR)
+TEST_LIBS_cli := $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
+TEST_LDLIBS_cli = $(LOADER_LIBS) -lutil
+TEST_NEEDS_cli = $(LOADER) $(ATTACH_TRIGGER) $(PRELOAD_SO) $(BUILD)/libmemprof.a \
+	$(BUILD)/libmemprof.so $(OCAML_PKG_FILES) $(OCAML_TEST_PROGS_DIR)/sites

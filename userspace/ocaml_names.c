@@ -4,6 +4,8 @@
  * packed or dune-wrapped unit, the function's name with characters that
  * are not identifier characters written $XX (hex), and a stamp that makes
  * it unique.  Module initialisers are caml<Unit>__entry, without a stamp.
+ * OCaml 5.x writes a '.' between the unit and the function instead:
+ * caml<Unit>.<name>_<stamp>, caml<Unit>.entry.
  */
 #include "ocaml_names.h"
 
@@ -19,6 +21,27 @@ static void put(struct out *o, char c)
 {
 	if (o->at + 1 < o->len)
 		o->buf[o->at++] = c;
+}
+
+static int hexval(char c);
+static size_t strip_stamp(const char *name, size_t n);
+
+/* The function part f: stamp stripped, $XX escapes decoded. */
+static void put_function(struct out *o, const char *f)
+{
+	size_t n = strip_stamp(f, strlen(f));
+
+	for (size_t i = 0; i < n; i++) {
+		int hi, lo;
+
+		if (f[i] == '$' && i + 2 < n && (hi = hexval(f[i + 1])) >= 0 &&
+		    (lo = hexval(f[i + 2])) >= 0) {
+			put(o, (char)(hi << 4 | lo));
+			i += 2;
+			continue;
+		}
+		put(o, f[i]);
+	}
 }
 
 static int hexval(char c)
@@ -52,6 +75,22 @@ int ocaml_name(const char *sym, char *buf, size_t len)
 
 	if (!len || strncmp(sym, "caml", 4) || !isupper((unsigned char)*p))
 		return 0;
+	/* OCaml 5.x: the unit (its modules joined by "__"), '.', the function. */
+	if ((sep = strchr(p, '.')) && sep[1]) {
+		for (const char *q = p; q < sep; q++) {
+			if (q[0] == '_' && q[1] == '_' && q + 2 < sep &&
+			    isupper((unsigned char)q[2])) {
+				put(&o, '.');
+				q++;
+				continue;
+			}
+			put(&o, *q);
+		}
+		put(&o, '.');
+		put_function(&o, sep + 1);
+		buf[o.at] = '\0';
+		return 1;
+	}
 	/* Modules: segments that start with a capital, up to the function. */
 	for (;;) {
 		sep = strstr(p, "__");
@@ -64,21 +103,8 @@ int ocaml_name(const char *sym, char *buf, size_t len)
 		p = sep + 2;
 	}
 	if (sep && sep[2]) {
-		const char *f = sep + 2;
-
-		n = strip_stamp(f, strlen(f));
 		put(&o, '.');
-		for (size_t i = 0; i < n; i++) {
-			int hi, lo;
-
-			if (f[i] == '$' && i + 2 < n && (hi = hexval(f[i + 1])) >= 0 &&
-			    (lo = hexval(f[i + 2])) >= 0) {
-				put(&o, (char)(hi << 4 | lo));
-				i += 2;
-				continue;
-			}
-			put(&o, f[i]);
-		}
+		put_function(&o, sep + 2);
 	}
 	buf[o.at] = '\0';
 	return 1;

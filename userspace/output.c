@@ -135,18 +135,39 @@ static double wall_now(void)
 int output_write(const struct output_request *r, const struct memprof_stack *stacks,
 		 const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym)
 {
+	struct output_source src = {
+	    .pid = r->meta.pid, .stacks = stacks, .aggs = aggs, .n = n, .sym = sym};
+
+	return output_write_sources(r, &src, 1);
+}
+
+int output_write_sources(const struct output_request *r, const struct output_source *src,
+			 size_t n_src)
+{
 	double w0 = wall_now(), c0 = cpu_now();
 	struct rusage before, after;
+	struct profile_part parts[PROFILE_MAX_PARTS];
 	struct profile p;
-	struct dsym *d;
-	int code;
+	int code, oom = 0;
 
+	if (n_src > PROFILE_MAX_PARTS)
+		n_src = PROFILE_MAX_PARTS;
 	getrusage(RUSAGE_SELF, &before);
-	d = dsym_new(sym, r->dsym_flags);
-	if (!d || profile_build(&p, stacks, aggs, n, d, &r->meta)) {
-		if (d)
+	for (size_t i = 0; i < n_src; i++) {
+		parts[i] = (struct profile_part){.pid = src[i].pid,
+						 .stacks = src[i].stacks,
+						 .aggs = src[i].aggs,
+						 .n = src[i].n,
+						 .dsym = dsym_new(src[i].sym, r->dsym_flags)};
+		snprintf(parts[i].root, sizeof(parts[i].root), "%s",
+			 src[i].name ? src[i].name : "");
+		oom |= !parts[i].dsym;
+	}
+	if (oom || profile_build_parts(&p, parts, n_src, &r->meta)) {
+		if (!oom)
 			profile_free(&p);
-		dsym_free(d);
+		for (size_t i = 0; i < n_src; i++)
+			dsym_free(parts[i].dsym);
 		fprintf(stderr, "memprof-bpf: out of memory symbolizing the stacks\n");
 		return EXIT_FAILED;
 	}
@@ -164,12 +185,17 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 			p.meta.rate = used;
 	}
 	if (r->meta.verbose) {
-		size_t addrs, lines, mods = dsym_n_modules(d), dwarf = 0;
+		size_t addrs = 0, lines = 0, mods = 0, dwarf = 0;
 
-		for (size_t i = 0; i < mods; i++)
-			dwarf += dsym_module(d, i)->has_dwarf;
+		for (size_t k = 0; k < n_src; k++) {
+			size_t a, l, m = dsym_n_modules(parts[k].dsym);
+
+			for (size_t i = 0; i < m; i++)
+				dwarf += dsym_module(parts[k].dsym, i)->has_dwarf;
+			dsym_counts(parts[k].dsym, &a, &l);
+			addrs += a, lines += l, mods += m;
+		}
 		getrusage(RUSAGE_SELF, &after);
-		dsym_counts(d, &addrs, &lines);
 		fprintf(stderr,
 			"memprof-bpf: symbolization: %zu stacks, %zu addresses, %zu frames, %zu "
 			"modules (%zu with DWARF), %.1f ms wall, %.1f ms cpu, max rss %ld KiB "
@@ -179,6 +205,7 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 	}
 	code = write_all(r, &p);
 	profile_free(&p);
-	dsym_free(d);
+	for (size_t i = 0; i < n_src; i++)
+		dsym_free(parts[i].dsym);
 	return code;
 }

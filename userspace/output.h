@@ -33,4 +33,18 @@ struct output_request {
 int output_write(const struct output_request *r, const struct memprof_stack *stacks,
 		 const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym);
 
+/* One traced process's aggregates and the symbolizer of its address space. */
+struct output_source {
+	pid_t pid;
+	const char *name; /* "comm (pid)": its root frame when there are several */
+	const struct memprof_stack *stacks;
+	const struct memprof_stack_agg *aggs;
+	uint32_t n;
+	struct symbolizer *sym;
+};
+
+/* The same for several processes in one profile (at most PROFILE_MAX_PARTS). */
+int output_write_sources(const struct output_request *r, const struct output_source *src,
+			 size_t n_src);
+
 #endif

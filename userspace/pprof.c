@@ -195,7 +195,7 @@ static uint64_t function_id(struct builder *b, const struct dsym_line *l)
 	return f->id;
 }
 
-static uint64_t location_id(struct builder *b, const struct dsym_frame *fr)
+static uint64_t location_id(struct builder *b, const struct dsym_frame *fr, size_t map_base)
 {
 	struct entry *e;
 	Pprof__Location *loc;
@@ -216,7 +216,7 @@ static uint64_t location_id(struct builder *b, const struct dsym_frame *fr)
 	}
 	pprof__location__init(loc);
 	loc->id = b->prof.n_location;
-	loc->mapping_id = fr->module >= 0 ? (uint64_t)fr->module + 1 : 0;
+	loc->mapping_id = fr->module >= 0 ? map_base + (uint64_t)fr->module + 1 : 0;
 	loc->address = fr->addr;
 	loc->line = calloc(fr->n_lines, sizeof(*loc->line));
 	if (!loc->line) {
@@ -243,6 +243,23 @@ static uint64_t location_id(struct builder *b, const struct dsym_frame *fr)
 	return loc->id;
 }
 
+/* A "pid" label (numeric) on a sample of a profile of several processes. */
+static int add_pid_label(struct builder *b, Pprof__Sample *smp, pid_t pid)
+{
+	Pprof__Label *l = calloc(1, sizeof(*l));
+
+	smp->label = calloc(1, sizeof(*smp->label));
+	if (!l || !smp->label) {
+		free(l);
+		return -1;
+	}
+	pprof__label__init(l);
+	l->key = str_index(b, "pid");
+	l->num = pid;
+	smp->label[smp->n_label++] = l;
+	return 0;
+}
+
 static void value_type(struct builder *b, Pprof__ValueType *vt, const char *type, const char *unit)
 {
 	pprof__value_type__init(vt);
@@ -259,6 +276,9 @@ static void builder_free(struct builder *b)
 	free(p->sample_type);
 	for (size_t i = 0; i < p->n_sample; i++) {
 		free(p->sample[i]->location_id);
+		for (size_t j = 0; j < p->sample[i]->n_label; j++)
+			free(p->sample[i]->label[j]);
+		free(p->sample[i]->label);
 		free(p->sample[i]->value);
 		free(p->sample[i]);
 	}
@@ -304,6 +324,9 @@ static int build(struct builder *b, const struct profile *p)
 {
 	Pprof__Profile *pb = &b->prof;
 	size_t cap_samples = 0, cap_mappings = 0, cap_comments = 0;
+	size_t map_base[PROFILE_MAX_PARTS] = {0};
+	struct dsym_line roots[PROFILE_MAX_PARTS];
+	struct dsym_frame root_frames[PROFILE_MAX_PARTS];
 	char text[512], exe[4096] = "";
 
 	pprof__profile__init(pb);
@@ -331,26 +354,31 @@ static int build(struct builder *b, const struct profile *p)
 	pb->time_nanos = p->meta.time_ns;
 	pb->duration_nanos = p->meta.duration_ns;
 
-	for (size_t i = 0; i < dsym_n_modules(p->dsym); i++) {
-		const struct dsym_module *m = dsym_module(p->dsym, i);
-		Pprof__Mapping *mp =
-		    push((void ***)&pb->mapping, &pb->n_mapping, &cap_mappings, sizeof(*mp));
+	for (size_t part = 0; part < p->n_parts; part++) {
+		const struct dsym *d = p->parts[part].dsym;
 
-		if (!mp)
-			return -1;
-		pprof__mapping__init(mp);
-		mp->id = i + 1;
-		mp->memory_start = m->start;
-		mp->memory_limit = m->limit;
-		mp->file_offset = m->offset;
-		mp->filename = str_index(b, m->path);
-		mp->build_id = str_index(b, m->build_id);
-		mp->has_functions = 1;
-		mp->has_filenames = m->has_dwarf;
-		mp->has_line_numbers = m->has_dwarf;
-		mp->has_inline_frames = m->has_dwarf;
-		if (i == 0)
-			snprintf(exe, sizeof(exe), "%s", m->path);
+		map_base[part] = pb->n_mapping;
+		for (size_t i = 0; d && i < dsym_n_modules(d); i++) {
+			const struct dsym_module *m = dsym_module(d, i);
+			Pprof__Mapping *mp = push((void ***)&pb->mapping, &pb->n_mapping,
+						  &cap_mappings, sizeof(*mp));
+
+			if (!mp)
+				return -1;
+			pprof__mapping__init(mp);
+			mp->id = pb->n_mapping;
+			mp->memory_start = m->start;
+			mp->memory_limit = m->limit;
+			mp->file_offset = m->offset;
+			mp->filename = str_index(b, m->path);
+			mp->build_id = str_index(b, m->build_id);
+			mp->has_functions = 1;
+			mp->has_filenames = m->has_dwarf;
+			mp->has_line_numbers = m->has_dwarf;
+			mp->has_inline_frames = m->has_dwarf;
+			if (part == 0 && i == 0)
+				snprintf(exe, sizeof(exe), "%s", m->path);
+		}
 	}
 
 	for (size_t i = 0; i < p->n_stacks; i++) {
@@ -362,8 +390,10 @@ static int build(struct builder *b, const struct profile *p)
 			return -1;
 		pprof__sample__init(smp);
 		smp->value = calloc(2 * MEMPROF_N_VIEWS, sizeof(*smp->value));
-		smp->location_id = calloc(s->n_frames ? s->n_frames : 1, sizeof(uint64_t));
+		smp->location_id = calloc(s->n_frames + 2, sizeof(uint64_t));
 		if (!smp->value || !smp->location_id)
+			return -1;
+		if (s->root && add_pid_label(b, smp, p->parts[s->part].pid))
 			return -1;
 		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			smp->value[2 * v] = llround(s->objects[v]);
@@ -371,7 +401,8 @@ static int build(struct builder *b, const struct profile *p)
 		}
 		smp->n_value = 2 * MEMPROF_N_VIEWS;
 		for (size_t f = 0; f < s->n_frames; f++)
-			smp->location_id[smp->n_location_id++] = location_id(b, s->frames[f]);
+			smp->location_id[smp->n_location_id++] =
+			    location_id(b, s->frames[f], map_base[s->part]);
 		if (!s->n_frames) {
 			/* A location of its own, with a function named for it. */
 			static const struct dsym_line unknown_line = {.function =
@@ -379,7 +410,15 @@ static int build(struct builder *b, const struct profile *p)
 			static const struct dsym_frame unknown = {
 			    .module = -1, .n_lines = 1, .lines = (struct dsym_line *)&unknown_line};
 
-			smp->location_id[smp->n_location_id++] = location_id(b, &unknown);
+			smp->location_id[smp->n_location_id++] = location_id(b, &unknown, 0);
+		}
+		if (s->root) {
+			/* The process as the root frame: a location of its own per part. */
+			roots[s->part] = (struct dsym_line){.function = (char *)s->root};
+			root_frames[s->part] = (struct dsym_frame){
+			    .module = -1, .n_lines = 1, .lines = &roots[s->part]};
+			smp->location_id[smp->n_location_id++] =
+			    location_id(b, &root_frames[s->part], 0);
 		}
 	}
 
@@ -388,7 +427,13 @@ static int build(struct builder *b, const struct profile *p)
 		 "bytes on average)",
 		 (int)p->meta.pid, *exe ? " " : "", exe, p->meta.rate,
 		 p->meta.rate > 0 ? 8.0 / p->meta.rate : 0.0);
-	add_comment(b, &cap_comments, text);
+	add_comment(b, &cap_comments, p->meta.title ? p->meta.title : text);
+	for (size_t part = 0; p->n_parts > 1 && part < p->n_parts; part++) {
+		snprintf(text, sizeof(text),
+			 "memprof-bpf: root frame \"%s\": the samples labelled pid=%d",
+			 p->parts[part].root, (int)p->parts[part].pid);
+		add_comment(b, &cap_comments, text);
+	}
 	add_comment(b, &cap_comments,
 		    "views: alloc = every sampled allocation, inuse = blocks alive when tracing "
 		    "stopped, promoted = blocks that survived a minor collection, short = blocks "

@@ -2,6 +2,7 @@
 #include "profile.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,12 +10,20 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 		  const struct memprof_stack_agg *aggs, uint32_t n, struct dsym *dsym,
 		  const struct profile_meta *meta)
 {
-	memset(p, 0, sizeof(*p));
-	p->meta = *meta;
-	p->dsym = dsym;
-	p->stacks = calloc(n ? n : 1, sizeof(*p->stacks));
-	if (!p->stacks)
-		return -1;
+	struct profile_part part = {
+	    .pid = meta->pid, .stacks = stacks, .aggs = aggs, .n = n, .dsym = dsym};
+
+	return profile_build_parts(p, &part, 1, meta);
+}
+
+static int add_part(struct profile *p, size_t part_index)
+{
+	const struct profile_part *part = &p->parts[part_index];
+	const struct memprof_stack *stacks = part->stacks;
+	const struct memprof_stack_agg *aggs = part->aggs;
+	struct dsym *dsym = part->dsym;
+	uint32_t n = part->n;
+
 	for (uint32_t id = 0; id < n; id++) {
 		const struct memprof_stack *st = &stacks[id];
 		struct profile_stack *s = &p->stacks[p->n_stacks];
@@ -42,6 +51,8 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 		}
 		s->n_frames = depth;
 		s->flags = st->flags;
+		s->part = part_index;
+		s->root = p->n_parts > 1 ? part->root : NULL;
 		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			p->total_bytes[v] += s->bytes[v];
 			p->total_samples[v] += s->samples[v];
@@ -50,6 +61,51 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 		p->n_stacks++;
 	}
 	return 0;
+}
+
+int profile_build_parts(struct profile *p, const struct profile_part *parts, size_t n_parts,
+			const struct profile_meta *meta)
+{
+	size_t total = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->meta = *meta;
+	if (n_parts > PROFILE_MAX_PARTS)
+		n_parts = PROFILE_MAX_PARTS;
+	for (size_t i = 0; i < n_parts; i++) {
+		p->parts[i] = parts[i];
+		if (!p->parts[i].root[0])
+			snprintf(p->parts[i].root, sizeof(p->parts[i].root), "? (%d)",
+				 (int)parts[i].pid);
+		total += parts[i].n;
+	}
+	p->n_parts = n_parts;
+	p->dsym = n_parts ? parts[0].dsym : NULL;
+	p->stacks = calloc(total ? total : 1, sizeof(*p->stacks));
+	if (!p->stacks)
+		return -1;
+	for (size_t i = 0; i < n_parts; i++)
+		if (add_part(p, i))
+			return -1;
+	return 0;
+}
+
+void profile_process_name(pid_t pid, char *buf, size_t len)
+{
+	char path[64], comm[32] = "?";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	for (char *c = comm; *c; c++)
+		if (*c == ';')
+			*c = ':';
+	snprintf(buf, len, "%s (%d)", comm, (int)pid);
 }
 
 void profile_free(struct profile *p)
@@ -65,12 +121,13 @@ size_t profile_stack_names(const struct profile_stack *s, const char **names, si
 {
 	size_t n = 0;
 
-	if (!s->n_frames) {
-		names[0] = PROFILE_UNKNOWN_STACK;
-		return 1;
-	}
+	if (!s->n_frames)
+		names[n++] = PROFILE_UNKNOWN_STACK;
+	/* Room for the root markers. */
 	if (max && (s->flags & (MEMPROF_STACK_F_INNER | MEMPROF_STACK_F_CUT)))
-		max--; /* room for the root marker */
+		max--;
+	if (max && s->root)
+		max--;
 	for (size_t i = 0; i < s->n_frames; i++)
 		for (size_t j = 0; j < s->frames[i]->n_lines && n < max; j++)
 			names[n++] = s->frames[i]->lines[j].function;
@@ -78,6 +135,8 @@ size_t profile_stack_names(const struct profile_stack *s, const char **names, si
 		names[n++] = PROFILE_INNER_STACK;
 	else if (s->flags & MEMPROF_STACK_F_CUT)
 		names[n++] = PROFILE_CUT_STACK;
+	if (s->root)
+		names[n++] = s->root;
 	return n;
 }
 

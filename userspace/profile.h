@@ -23,6 +23,9 @@ struct profile_stack {
 	int64_t samples[MEMPROF_N_VIEWS]; /* samples behind each view (sum of n_samples) */
 	int64_t bytes[MEMPROF_N_VIEWS];	  /* estimated bytes */
 	double objects[MEMPROF_N_VIEWS];  /* estimated objects */
+	size_t part;			  /* the process it belongs to: profile.parts[part] */
+	/* The root frame naming its process, "comm (pid)", or NULL (one process). */
+	const char *root;
 };
 
 struct profile_meta {
@@ -32,11 +35,27 @@ struct profile_meta {
 	int64_t duration_ns;
 	enum memprof_view view; /* the view of single-view formats */
 	int verbose;		/* text: also per stack */
+	const char *title;	/* pprof: the first comment, instead of the process's */
+};
+
+/* Several processes in one profile (attach PID PID...). */
+#define PROFILE_MAX_PARTS 64
+
+/* One traced process: its aggregates, the symbolizer of its address space. */
+struct profile_part {
+	pid_t pid;
+	char root[64]; /* "comm (pid)" */
+	const struct memprof_stack *stacks;
+	const struct memprof_stack_agg *aggs;
+	uint32_t n;
+	struct dsym *dsym; /* kept by the profile, freed by the caller */
 };
 
 struct profile {
 	struct profile_meta meta;
-	struct dsym *dsym;
+	struct dsym *dsym; /* parts[0].dsym */
+	struct profile_part parts[PROFILE_MAX_PARTS];
+	size_t n_parts;		      /* above 1: every stack's root frame names its process */
 	struct profile_stack *stacks; /* only stacks with some weight */
 	size_t n_stacks;
 	int64_t total_samples[MEMPROF_N_VIEWS], total_bytes[MEMPROF_N_VIEWS];
@@ -50,9 +69,19 @@ struct profile {
 int profile_build(struct profile *p, const struct memprof_stack *stacks,
 		  const struct memprof_stack_agg *aggs, uint32_t n, struct dsym *dsym,
 		  const struct profile_meta *meta);
+/*
+ * The same for several processes: every stack gets a root frame naming
+ * its process when there is more than one part.  0, or -1 out of memory.
+ */
+int profile_build_parts(struct profile *p, const struct profile_part *parts, size_t n_parts,
+			const struct profile_meta *meta);
 void profile_free(struct profile *p);
 
-/* The frame names of a stack: lines of every frame, innermost first. */
+/* "comm (pid)" of a live process (or "? (pid)" once it is gone). */
+void profile_process_name(pid_t pid, char *buf, size_t len);
+
+/* The frame names of a stack: lines of every frame, innermost first, then its
+ * process's root frame if it has one. */
 size_t profile_stack_names(const struct profile_stack *s, const char **names, size_t max);
 #define PROFILE_MAX_NAMES (MEMPROF_STACK_DEPTH * 8)
 #define PROFILE_UNKNOWN_STACK "[stack-unavailable]"

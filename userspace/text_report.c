@@ -42,10 +42,15 @@ const char *text_report_site(const struct profile_stack *s)
 	const char *names[PROFILE_MAX_NAMES];
 	size_t n = profile_stack_names(s, names, PROFILE_MAX_NAMES);
 
+	return text_report_site_of(names, n);
+}
+
+const char *text_report_site_of(const char *const *names, size_t n)
+{
 	for (size_t i = 0; i < n; i++)
 		if (!allocator_frame(names[i]))
 			return names[i];
-	return names[0];
+	return n ? names[0] : "";
 }
 
 struct row {
@@ -180,8 +185,15 @@ int text_report_write(FILE *out, const struct profile *p)
 {
 	char b[32];
 
-	fprintf(out, "memprof-bpf report: process %d, sampling rate %g per word", (int)p->meta.pid,
-		p->meta.rate);
+	if (p->n_parts > 1) {
+		fprintf(out, "memprof-bpf report: processes");
+		for (size_t i = 0; i < p->n_parts; i++)
+			fprintf(out, "%s %s", i ? "," : "", p->parts[i].root);
+		fprintf(out, ", sampling rate %g per word", p->meta.rate);
+	} else {
+		fprintf(out, "memprof-bpf report: process %d, sampling rate %g per word",
+			(int)p->meta.pid, p->meta.rate);
+	}
 	if (p->meta.rate > 0)
 		fprintf(out, " (one sample per %.0f bytes on average)", 8.0 / p->meta.rate);
 	fprintf(out, ", %.1f s\n", (double)p->meta.duration_ns * 1e-9);

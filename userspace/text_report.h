@@ -12,6 +12,8 @@
 
 /* The site of a stack: its innermost frame that is not an allocator's own. */
 const char *text_report_site(const struct profile_stack *s);
+/* The same from frame names, innermost first. */
+const char *text_report_site_of(const char *const *names, size_t n);
 
 /* 0, or -1 on a write or memory error. */
 int text_report_write(FILE *out, const struct profile *p);

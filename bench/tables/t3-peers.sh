@@ -40,6 +40,8 @@ spec=$DIR/t3.spec
 	printf 'jemalloc-off\tbench/peers/jemalloc.sh %s %s %s off\n' "$MM" "$DIR" $N
 	printf 'jemalloc\tbench/peers/jemalloc.sh %s %s %s\n' "$MM" "$DIR" $N
 	for r in 1e-5 1e-4; do
+		printf 'memprof-inject-%s\tbench/peers/memprof_inject.sh %s %s %s %s %s\n' \
+			$r "$MM" "$LOADER" "$DIR" $N $r
 		printf 'memprof-%s\tpython3 bench/lib/attach_run.py --loader %s --rate %s --out %s --preload %s -- %s --wait-tracer --iterations %s\n' \
 			$r "$LOADER" $r "$DIR/memprof-$r.folded" "$PRELOAD" "$MM" $N
 	done
@@ -95,7 +97,10 @@ echo "tool's per-site figure divided by the exact one, from the last round. What
 echo "depends on what the tool reports: bytes allocated (bpftrace, jemalloc, memprof-bpf), bytes"
 echo "still live at the end (memleak; '-' where the exact live figure is 0), or allocation calls"
 echo "(heaptrack, whose folded output has no allocated-bytes cost). For the Poisson-sampled"
-echo "memprof-bpf each ratio has its distance from 1 in standard deviations."
+echo "memprof-bpf each ratio has its distance from 1 in standard deviations. \"Injected\": mallocmix"
+echo "started without the preload and waiting; \`memprof-bpf attach\` loads the malloc host into it"
+echo "(ptrace, its own dlopen) and attaches, then the work starts; the pause is the time the one"
+echo "thread the injector used was stopped (median over rounds), other threads keep running."
 echo
 printf '| tool | slowdown vs glibc (CPU) | (wall) | compared |'
 for s in $sites; do printf ' %s |' "$s"; done
@@ -113,6 +118,11 @@ echo "| jemalloc 5.3 without profiling (allocator alone) | $(slow jemalloc-off) 
 echo "| jemalloc prof / jemalloc without profiling | $(slow jemalloc jemalloc-off) | - | | | | | |"
 for r in 1e-5 1e-4; do
 	row "memprof-bpf $r (preload + attach)" memprof-$r memprof "$DIR/memprof-$r.folded" $r
+done
+for r in 1e-5 1e-4; do
+	pause=$($S median "$DIR/t3.jsonl" memprof-inject-$r --metric values.inject_pause_ms --fmt %.2f)
+	row "memprof-bpf $r, injected into a running process (no LD_PRELOAD; the injection paused one thread $pause ms)" \
+		memprof-inject-$r memprof "$DIR/memprof-inject-$r.folded" $r
 done
 echo
 python3 bench/lib/explain.py t3 "$WORK" 2>/dev/null || true

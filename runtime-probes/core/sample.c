@@ -311,7 +311,9 @@ int memprof_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosiz
 	stack_buf_init(&sb);
 	sb.len = callstack_capture(sb.buf, sb.want);
 
-	/* Placeholders: entries for blocks that do not exist yet. */
+	/* Placeholders: entries for blocks that do not exist yet, busy from
+	 * now on, so that while one of their callbacks blocks no other
+	 * thread's safe point runs the others (they are this thread's). */
 	pthread_mutex_lock(&memprof_core.lock);
 	for (size_t k = 0; k < n_smp; k++) {
 		smp[k].idx = sample_new_locked(smp[k].offset, wosizes[smp[k].block], 0, smp[k].n,

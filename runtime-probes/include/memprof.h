@@ -26,6 +26,14 @@
  * another runs the others), but the callbacks of one block run in order and
  * never concurrently.  Allocations made by a callback are not sampled.
  *
+ * Which thread runs an alloc callback: one run at the allocation (the
+ * alloc_minor of a minor-heap sample, memprof_track_young, for every block
+ * of a combined allocation; the alloc of a malloc-style block) runs on the
+ * allocating thread, before the allocation returns.  A postponed one
+ * (memprof_track_major, _young_runtime, _custom, _intern) runs at the next
+ * safe point of any thread, as in OCaml 4.11; OCaml 4.12 and later keep it
+ * for the allocating thread.
+ *
  * Once stopped, a profile runs no alloc callback (not even for blocks
  * sampled before the stop whose callback was postponed); its tracked blocks
  * keep their promote and dealloc callbacks until it is discarded

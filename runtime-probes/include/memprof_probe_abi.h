@@ -58,7 +58,9 @@
  *         MEMPROF_PROBE_EV_DEALLOC_MAJOR a tracked block died old.
  *       At most one dealloc per id.  A block whose tracking ends without a
  *       death (the profile was discarded, or the tracer detached) gets no
- *       dealloc.  An event follows its block's sample probe.
+ *       dealloc; a host that forgets blocks so while a tracer is attached
+ *       may say so with MEMPROF_PROBE_F_FORGOT.  An event follows its
+ *       block's sample probe.
  *
  *   memprof:gc       (phase, minor_heap_bytes, major_heap_bytes)
  *       Optional, for timelines.  phase is one of MEMPROF_PROBE_GC_*.
@@ -126,6 +128,14 @@
 /* flags, written by the host. */
 #define MEMPROF_PROBE_F_IN_PROCESS 1u /* an in-process profile is sampling */
 #define MEMPROF_PROBE_F_TRACER 2u     /* sampling was started for a tracer */
+/*
+ * Sticky until the tracer detaches: the host stopped following blocks it
+ * had sampled for the tracer while they were still alive (an in-process
+ * profile took over, and the runtime forgot them, as OCaml 4.13's
+ * Gc.Memprof.stop does).  Those blocks get no dealloc: a tracer cannot tell
+ * when they die.
+ */
+#define MEMPROF_PROBE_F_FORGOT 4u
 
 /* The default rate a tracer requests, per word (a malloc host samples per byte at an
  * eighth of it). */

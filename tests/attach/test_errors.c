@@ -73,7 +73,9 @@ Test(attach_errors, process_without_probes, .init = setup)
 	cr_assert_gt(s, 0);
 	nanosleep(&pause, NULL); /* let it exec */
 	snprintf(pid, sizeof(pid), "%d", (int)s);
-	const char *args[] = {"attach", pid, NULL};
+	/* Without --no-inject the loader would load the malloc host into it
+	 * (tests/inject/). */
+	const char *args[] = {"attach", pid, "--no-inject", NULL};
 	cr_expect_eq(loader_run(err, args), EXIT_TARGET);
 	kill(s, SIGKILL);
 	wait_exit(s);

@@ -75,16 +75,27 @@ pid_t ocaml_start(const char *dir, const char *out, const char *const argv[])
 	return -1;
 }
 
-int ocaml_attach(pid_t pid, const char *seconds, const char *rate, const char *dir)
+static int attach(pid_t pid, const char *seconds, const char *rate, const char *dir,
+		  const char *extra)
 {
 	char spid[32], views[512], err[512];
 
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	snprintf(views, sizeof(views), "%s/views", dir);
 	snprintf(err, sizeof(err), "%s/loader.err", dir);
-	const char *argv[] = {OCAML_LOADER, "attach", spid,	     "-d",  seconds,
-			      "--rate",	    rate,     "--all-views", views, NULL};
+	const char *argv[] = {OCAML_LOADER, "attach",	   spid,  "-d",	 seconds, "--rate",
+			      rate,	    "--all-views", views, extra, NULL};
 	return ocaml_wait(ocaml_spawn(argv, NULL, err));
+}
+
+int ocaml_attach(pid_t pid, const char *seconds, const char *rate, const char *dir)
+{
+	return attach(pid, seconds, rate, dir, NULL);
+}
+
+int ocaml_attach_verbose(pid_t pid, const char *seconds, const char *rate, const char *dir)
+{
+	return attach(pid, seconds, rate, dir, "-v");
 }
 
 /* Sum of the weights of the lines whose innermost frame is frame (NULL: all). */

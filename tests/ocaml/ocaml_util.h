@@ -6,7 +6,11 @@
 #include <sys/types.h>
 
 #define OCAML_LOADER "build/memprof-bpf"
-#define OCAML_PROG(name) "build/tests/ocaml/progs/" name
+/* tests/ocaml5/ builds these sources against the OCaml 5.3 programs. */
+#ifndef OCAML_PROGS_DIR
+#define OCAML_PROGS_DIR "build/tests/ocaml/progs/"
+#endif
+#define OCAML_PROG(name) OCAML_PROGS_DIR name
 
 /* A fresh temporary directory (out gets its path). */
 void ocaml_tmpdir(char *out, size_t len);
@@ -18,6 +22,8 @@ int ocaml_wait(pid_t pid);
 pid_t ocaml_start(const char *dir, const char *out, const char *const argv[]);
 /* Run the loader on pid for seconds at rate, all views into dir/views; exit code. */
 int ocaml_attach(pid_t pid, const char *seconds, const char *rate, const char *dir);
+/* The same with the loader's -v (its stats line lands in dir/loader.err). */
+int ocaml_attach_verbose(pid_t pid, const char *seconds, const char *rate, const char *dir);
 
 /* Sum of the weights of a folded file's lines whose innermost frame is frame. */
 double folded_frame_sum(const char *path, const char *frame);

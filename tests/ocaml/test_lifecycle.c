@@ -189,3 +189,86 @@ Test(ocaml_lifecycle, a_stripped_executable, .timeout = 60)
 	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
 	cr_expect_gt(folded_total(path), 0, "nothing sampled");
 }
+
+/* The pid a program wrote into its ready file. */
+static pid_t ready_pid(const char *ready)
+{
+	char *text = read_file(ready);
+	long pid = text ? strtol(text, NULL, 10) : 0;
+
+	free(text);
+	cr_assert_gt(pid, 0, "no pid in %s", ready);
+	return (pid_t)pid;
+}
+
+Test(ocaml_lifecycle, a_forked_child_is_attachable, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], path[600];
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	/* The parent installs the adapter, then forks: the child has no helper thread. */
+	const char *argv[] = {OCAML_PROG("fork_sites"), "3", ready, NULL};
+	pid_t parent = ocaml_start(dir, out, argv);
+	pid_t child = ready_pid(ready);
+
+	cr_assert_neq(child, parent);
+	cr_assert_eq(ocaml_attach(child, "1.5", "1e-5", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(parent), 0);
+	cr_expect(file_has(out, "child checksum"), "the child did not finish");
+	cr_expect(file_has(out, "parent done"));
+	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
+	cr_expect_gt(folded_frame_sum(path, "Fork_sites.child_alloc"), 0,
+		     "nothing sampled in the child (did its helper thread restart?)");
+}
+
+Test(ocaml_lifecycle, the_gc_probe_fires_at_collections, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], err[600];
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	const char *argv[] = {OCAML_PROG("sites"), "300000", ready, "3e6", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach_verbose(pid, "1", "1e-5", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0);
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	/* 3e6 words/s against a 256 Ki-word minor heap: about 11 minor collections a second. */
+	cr_expect_geq(out_value(err, "gcs"), 8, "memprof:gc fired %.0f times",
+		      out_value(err, "gcs"));
+}
+
+/*
+ * The program takes Gc.Memprof over while traced, after filling a ring with
+ * sampled blocks of Handover.before, then kills them all.  OCaml 5 keeps
+ * the adapter's stopped profile following them: they die in the live view.
+ * OCaml 4.13's stop forgets them: the loader says so, and they stay live.
+ */
+Test(ocaml_lifecycle, blocks_traced_before_a_takeover, .timeout = 60)
+{
+	char dir[256], out[512], ready[512], alloc[600], live[600], err[600];
+	double before;
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	paths(dir, out, ready, sizeof(out));
+	const char *argv[] = {OCAML_PROG("handover"), "3", "1", ready, NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach(pid, "2.5", "1e-4", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0, "the program failed (did Gc.Memprof.start raise?)");
+	cr_expect(file_has(out, "own samples yes"));
+	snprintf(alloc, sizeof(alloc), "%s/views/alloc.folded", dir);
+	snprintf(live, sizeof(live), "%s/views/live.folded", dir);
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	cr_assert_gt(folded_frame_sum(alloc, "Handover.before"), 0, "nothing traced before");
+	cr_expect_gt(folded_frame_sum(alloc, "Handover.after"), 0, "nothing traced after");
+	before = folded_frame_sum(live, "Handover.before");
+#if OCAML_UNDER_TEST >= 5
+	cr_expect_eq(before, 0, "dead blocks of Handover.before still live: %.0f bytes", before);
+	cr_expect(!file_has(err, "stopped following blocks"), "the host says it forgot blocks");
+#else
+	cr_expect(file_has(err, "stopped following blocks"), "the loader did not note it");
+	cr_expect_gt(before, 0, "4.13 forgets them: they stay live");
+#endif
+}

@@ -64,8 +64,8 @@ static void run_traced(struct traced *t, const char *mode, const char *arg, cons
 	t->loader_err = read_file(lerr);
 	t->out = read_file(out);
 	cr_assert(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x", pstatus);
-	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == 0, "loader status %#x: %s",
-		  lstatus, t->loader_err ? t->loader_err : "");
+	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == 0, "loader status %#x: %s", lstatus,
+		  t->loader_err ? t->loader_err : "");
 	cr_assert_not_null(t->out);
 	free(pid);
 }
@@ -193,7 +193,8 @@ Test(stacks, deep_recursion_keeps_its_root_and_counts_cuts_exactly, .timeout = 3
 	/* Depth d has d + base frames: those above the limit are cut. */
 	long uncut_depths = MEMPROF_STACK_DEPTH - base;
 	long cut_depths = 200 - uncut_depths;
-	cr_expect_eq(n_lines - cut_lines, uncut_depths, "one uncut stack per depth up to the limit");
+	cr_expect_eq(n_lines - cut_lines, uncut_depths,
+		     "one uncut stack per depth up to the limit");
 	/* Cut by k frames, a stack keeps base - k of the frames below the
 	 * recursion; from k = base on, all are 128 frames of recurse. */
 	cr_expect_eq(cut_lines, base, "distinct cut stacks");

@@ -37,13 +37,31 @@ static void setup(void)
 
 /* ---- blocking_in_callback ---- */
 
-/* OCaml's count.  The main thread allocates even sizes, the other odd
- * ones: each thread's callbacks must see only its own allocations. */
+/*
+ * OCaml's count (100,000 callbacks) and sizes: the main thread allocates
+ * even sizes, the other odd ones, 2 * (1..200) + parity words, so about a
+ * third are major blocks.  Every COMB_EVERY-th allocation is a combined one
+ * of COMB_N small blocks.  What memprof.h promises, checked here:
+ *
+ * - alloc_minor of a minor-heap sample runs at the allocation, on the
+ *   allocating thread, placeholders of a combined allocation included: while
+ *   one thread blocks in the callback of block k, the other thread's safe
+ *   points must not run blocks k+1.. (they are busy).  Each alloc_minor must
+ *   see its own thread's parity.
+ * - alloc_major is postponed to a safe point of any thread (unlike OCaml
+ *   4.12+, which keeps it for the allocating thread): it may see either
+ *   parity, but it sees a major size, once per block.
+ */
 #define ALLOC_TOT 100000
-#define MAX_WOSIZE 32
+#define SIZE_CHOICES 200
+#define COMB_EVERY 8
+#define COMB_N 3
+#define COMB_SIZE_CHOICES 64
 
 static int pipe_a[2], pipe_b[2];
-static unsigned cb_main, cb_other, alloc_num, wrong_thread;
+static unsigned cb_main, cb_other, alloc_num, wrong_thread, wrong_kind, major_elsewhere;
+static unsigned n_minor_cb, n_major_cb;
+static uint64_t cb_ids[ALLOC_TOT];
 static int stopped;
 
 static void write_byte(int fd)
@@ -65,13 +83,13 @@ static void read_byte(int fd)
  * one on its own: the threads take turns, one blocked in a callback while
  * the other runs.  The last callback only posts.
  */
-static int ping_pong(void *arg, const memprof_allocation *info, memprof_value *out)
+static int ping_pong(const memprof_allocation *info, int minor, memprof_value *out)
 {
-	(void)arg;
 	*out = MEMPROF_NONE;
 	if (stopped)
 		return 0;
-	int do_stop = cb_main + cb_other + 1 >= ALLOC_TOT;
+	unsigned n = cb_main + cb_other;
+	int do_stop = n + 1 >= ALLOC_TOT;
 	if (do_stop)
 		stopped = 1;
 	int main = on_main_thread();
@@ -79,8 +97,23 @@ static int ping_pong(void *arg, const memprof_allocation *info, memprof_value *o
 		cb_main++;
 	else
 		cb_other++;
-	if ((info->size % 2 == 0) != main)
-		wrong_thread++;
+	cb_ids[n] = info->id;
+	int even = info->size % 2 == 0;
+	if (minor) {
+		n_minor_cb++;
+		if (info->size > RT_MAX_YOUNG_WOSIZE)
+			wrong_kind++;
+		/* Said at once: the core may crash later on such a bug. */
+		if (even != main && wrong_thread++ == 0)
+			cr_log_error("alloc_minor of a %zu-word block ran on the %s thread",
+				     info->size, main ? "main" : "other");
+	} else {
+		n_major_cb++;
+		if (info->size <= RT_MAX_YOUNG_WOSIZE)
+			wrong_kind++;
+		if (even != main)
+			major_elsewhere++; /* allowed: postponed */
+	}
 	rt_enter_blocking_section();
 	write_byte(main ? pipe_b[1] : pipe_a[1]);
 	if (!do_stop)
@@ -88,6 +121,18 @@ static int ping_pong(void *arg, const memprof_allocation *info, memprof_value *o
 	rt_leave_blocking_section();
 	*out = RT_VAL_INT(1);
 	return 0;
+}
+
+static int ping_pong_minor(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	return ping_pong(info, 1, out);
+}
+
+static int ping_pong_major(void *arg, const memprof_allocation *info, memprof_value *out)
+{
+	(void)arg;
+	return ping_pong(info, 0, out);
 }
 
 /* arg: 0 for even sizes (the main thread), 1 for odd ones. */
@@ -98,9 +143,19 @@ static void *allocate_until_done(void *arg)
 	while (alloc_num < ALLOC_TOT) {
 		alloc_num++;
 		seed = seed * 1103515245u + 12345u;
-		rt_value v;
-		size_t wosize = 2 + 2 * ((seed >> 16) % (MAX_WOSIZE / 2)) - parity;
-		if (rt_alloc(wosize, 0, &v) != 0)
+		unsigned r = seed >> 16;
+		rt_value v[COMB_N];
+		int err;
+		if (r % COMB_EVERY == 0) {
+			size_t sizes[COMB_N];
+			for (size_t k = 0; k < COMB_N; k++)
+				sizes[k] =
+				    2 * ((r >> (4 + 6 * k)) % COMB_SIZE_CHOICES + 1) + parity;
+			err = rt_alloc_comb(COMB_N, sizes, 0, v);
+		} else {
+			err = rt_alloc(2 * ((r >> 3) % SIZE_CHOICES + 1) + parity, 0, v);
+		}
+		if (err != 0)
 			violation();
 	}
 	if (rt_poll() != 0)
@@ -108,10 +163,16 @@ static void *allocate_until_done(void *arg)
 	return NULL;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
 Test(blocking_in_callback, two_pipes_ping_pong, .init = setup, .fini = harness_teardown,
      .timeout = HARNESS_THREAD_TIMEOUT)
 {
-	memprof_tracker t = {.alloc_minor = ping_pong, .alloc_major = ping_pong};
+	memprof_tracker t = {.alloc_minor = ping_pong_minor, .alloc_major = ping_pong_major};
 	rt_thread *th;
 
 	cr_assert_eq(pipe(pipe_a), 0);
@@ -122,10 +183,20 @@ Test(blocking_in_callback, two_pipes_ping_pong, .init = setup, .fini = harness_t
 	cr_assert_eq(rt_thread_join(th, NULL), 0);
 	cr_assert_eq(memprof_stop(), 0);
 
+	cr_log_info("alloc_minor %u, alloc_major %u (%u on the other thread)", n_minor_cb,
+		    n_major_cb, major_elsewhere);
 	cr_assert_eq(atomic_load(&violations), 0, "failed pipe I/O or allocation");
 	cr_assert_eq(wrong_thread, 0,
-		     "%u callbacks ran on a thread that did not allocate the block", wrong_thread);
-	cr_assert_eq(cb_main + cb_other, ALLOC_TOT, "one callback per allocation");
+		     "%u alloc_minor callbacks ran on a thread that did not allocate the block",
+		     wrong_thread);
+	cr_assert_eq(wrong_kind, 0, "%u alloc callbacks of the wrong kind for the size",
+		     wrong_kind);
+	cr_assert_eq(cb_main + cb_other, ALLOC_TOT, "callbacks until the stop");
+	qsort(cb_ids, ALLOC_TOT, sizeof(cb_ids[0]), cmp_u64);
+	for (size_t i = 1; i < ALLOC_TOT; i++)
+		cr_assert_neq(cb_ids[i], cb_ids[i - 1], "two alloc callbacks for block %llu",
+			      (unsigned long long)cb_ids[i]);
+	cr_assert_gt(n_major_cb, ALLOC_TOT / 5, "major blocks: %u", n_major_cb);
 	cr_assert_geq(cb_main + 1, cb_other, "main %u, other %u", cb_main, cb_other);
 	cr_assert_geq(cb_other + 1, cb_main, "main %u, other %u", cb_main, cb_other);
 	cr_assert_gt(cb_other, 0, "the other thread ran callbacks");

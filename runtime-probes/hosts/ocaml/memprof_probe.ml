@@ -1,10 +1,11 @@
-(* The OCaml half of the memprof probe adapter: the tracker whose callbacks
+(* The OCaml half of the memprof probe adapter, OCaml 4.13
+   (memprof_probe5.ml is the 5.x one): the tracker whose callbacks
    fire the probes, the wrapper around a program's own tracker, and the poll
    that starts or stops Gc.Memprof when a tracer attaches or detaches (run
    by the stubs at the runtime's pending-actions point, see
    memprof_probe_stubs.c). *)
 
-external fire_sample : Gc.Memprof.allocation -> int -> int
+external fire_sample : Gc.Memprof.allocation -> int -> float -> int
   = "memprof_probe_sample" [@@noalloc]
 external fire_promote : int -> bool = "memprof_probe_promote" [@@noalloc]
 external fire_dealloc : int -> int -> unit = "memprof_probe_dealloc" [@@noalloc]
@@ -33,8 +34,8 @@ let traced id = if id = 0 then None else Some id
 (* Gc.Memprof for a tracer alone: a block's data is its probe id. *)
 let tracker : (int, int) Gc.Memprof.tracker =
   {
-    alloc_minor = (fun a -> traced (fire_sample a kind_minor));
-    alloc_major = (fun a -> traced (fire_sample a kind_major));
+    alloc_minor = (fun a -> traced (fire_sample a kind_minor 0.));
+    alloc_major = (fun a -> traced (fire_sample a kind_major 0.));
     promote = (fun id -> if fire_promote id then Some id else None);
     dealloc_minor = (fun id -> fire_dealloc id kind_minor);
     dealloc_major = (fun id -> fire_dealloc id kind_major);
@@ -53,11 +54,11 @@ let wrap (t : ('a, 'b) Gc.Memprof.tracker) :
   {
     alloc_minor =
       (fun a ->
-        let id = fire_sample a kind_minor in
+        let id = fire_sample a kind_minor 0. in
         keep id (t.alloc_minor a));
     alloc_major =
       (fun a ->
-        let id = fire_sample a kind_major in
+        let id = fire_sample a kind_major 0. in
         keep id (t.alloc_major a));
     promote =
       (fun (id, d) ->

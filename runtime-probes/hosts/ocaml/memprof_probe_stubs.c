@@ -1,10 +1,11 @@
 /*
- * memprof_probe for OCaml 4.13 (native code): the memprof USDT probes of
- * memprof_probe_abi.h fired from the runtime's own Gc.Memprof, so that
- * `memprof-bpf attach PID` profiles an OCaml program that links this
- * library and calls Memprof_probe.install ().
+ * memprof_probe for OCaml 4.13 and 5.3 (native code): the memprof USDT
+ * probes of memprof_probe_abi.h fired from the runtime's own Gc.Memprof,
+ * so that `memprof-bpf attach PID` profiles an OCaml program that links
+ * this library and calls Memprof_probe.install ().  One source for both
+ * compilers; OCAML5 selects the 5.x parts.
  *
- * Who samples.  One Gc.Memprof profile runs at a time in 4.13.  The
+ * Who samples (4.13).  One Gc.Memprof profile runs at a time.  The
  * adapter's state says whose it is:
  *   IDLE     nobody samples;
  *   TRACER   the adapter started it for a tracer, at the tracer's rate;
@@ -15,25 +16,45 @@
  * program never sees "already started"), and its tracker is wrapped so
  * that a tracer sees its samples at its rate, as with the other hosts'
  * in-process profiles.  Stopping it hands sampling back to the tracer.
+ * 4.13's stop forgets every tracked block: the control block then says so
+ * (MEMPROF_PROBE_F_FORGOT) and the loader notes it.
+ *
+ * Who samples (5.x).  Profiles belong to domains, and the same three
+ * owners are kept per domain, on the OCaml side (memprof_probe5.ml, in
+ * domain-local storage); the wraps call it.  A program taking over stops
+ * the adapter's profile without discarding it, so the blocks it tracks
+ * keep their promote and dealloc until they die; the adapter discards its
+ * profiles at detach.
  *
  * Noticing attach and detach.  install () starts a helper pthread (all
  * signals blocked, small stack) that reads the sample semaphore every
- * POLL_MS.  When it differs from what the OCaml side last acknowledged, the
- * thread sets a flag and asks the runtime for an asynchronous action
- * (caml_set_action_pending: the next allocation takes the slow path, as a
- * signal would make it).  The runtime then runs its pending actions on the
- * thread holding the runtime lock; the link wraps caml_final_do_calls_exn,
- * the last of them (where finalisers run, so OCaml code may run there),
- * and the wrapper calls the OCaml poll, which starts or stops Gc.Memprof.
- * No signal is used.  So attach is noticed within POLL_MS of the loader
- * raising the semaphore, or at the program's next allocation if it is idle.
+ * POLL_MS.  When it changes, the thread asks the runtime for an
+ * asynchronous action, as a signal would: 4.13's caml_set_action_pending,
+ * 5.x's interrupt of every domain (caml_interrupt_all_signal_safe, what
+ * the runtime's own signal handler calls).  The runtime then runs its
+ * pending actions at the next allocation (5.x: or poll point) of a thread
+ * holding the runtime (domain) lock; the link wraps the last of them, where
+ * finalisers run OCaml code (caml_final_do_calls_exn, 5.x
+ * caml_final_do_calls_res), and the wrapper calls the OCaml poll, which
+ * starts or stops Gc.Memprof.  No signal is used.
  *
  * Stacks.  A sample's callstack holds frame descriptors (their retaddr is
  * the return address) and, with -g, a debuginfo pointer in the innermost
- * slot of a minor allocation; a table built once from the frame
- * descriptors maps those back to their frame's return address.
+ * slot of a minor allocation; a table built from the frame descriptors
+ * maps those back to their frame's return address.
+ *
+ * GC timeline.  memprof:gc fires from the runtime's timing hooks (minor
+ * collection begin/end, major slice begin/end), chained to any hook
+ * already set; a hook costs one indirect call and one load per event.
  */
 #define CAML_INTERNALS
+#include <caml/version.h>
+#if OCAML_VERSION_MAJOR >= 5
+#define OCAML5 1
+#else
+#define OCAML5 0
+#endif
+
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -48,9 +69,16 @@
 #include <caml/callback.h>
 #include <caml/fail.h>
 #include <caml/memory.h>
+#include <caml/misc.h>
 #include <caml/mlvalues.h>
 #include <caml/signals.h>
+#if OCAML5
+#include <caml/domain.h>
+#include <caml/frame_descriptors.h>
+#include <caml/shared_heap.h>
+#else
 #include <caml/stack.h>
+#endif
 
 #include <linux/types.h>
 
@@ -72,20 +100,16 @@ __attribute__((used, visibility("default"))) struct memprof_probe_control mempro
 
 enum owner { OWNER_IDLE, OWNER_TRACER, OWNER_PROGRAM };
 
-/* Written with the runtime lock held. */
-static enum owner owner = OWNER_IDLE;
-static double owner_rate;
-static uint64_t next_id = 1;
+static _Atomic uint64_t next_id = 1;
 /* Blocks sampled since the tracer was last seen attached have id >= first_id. */
-static uint64_t first_id = 1;
-static int tracer_seen;
+static _Atomic uint64_t first_id = 1;
+static atomic_int tracer_seen;
+/* Set when the host forgot blocks it followed for the tracer (4.13). */
+static atomic_int forgot;
 
 /* Shared with the helper thread. */
 static atomic_int installed;
 static atomic_int helper_running;
-static atomic_int acked = 0; /* what the OCaml side last acted on; -1: act again */
-static atomic_int poll_requested;
-static atomic_int in_poll;
 
 static int tracer_up(void)
 {
@@ -99,30 +123,54 @@ static int any_semaphore_up(void)
 	       PROBE_SEMAPHORE_UP(memprof_gc_semaphore);
 }
 
+/*
+ * Who samples, for the control block.  4.13: one owner.  5.x: profiles
+ * started by the program and by the adapter are counted; a program's
+ * profile takes precedence in what the control block says.
+ */
+static atomic_int program_profiles, tracer_profiles;
+static _Atomic double program_rate, tracer_rate;
+
 static void publish(void)
 {
 	uint32_t flags = 0;
 	double rate = 0;
 
-	if (owner == OWNER_PROGRAM)
+	if (atomic_load(&program_profiles) > 0) {
 		flags = MEMPROF_PROBE_F_IN_PROCESS;
-	else if (owner == OWNER_TRACER)
+		rate = atomic_load(&program_rate);
+	} else if (atomic_load(&tracer_profiles) > 0) {
 		flags = MEMPROF_PROBE_F_TRACER;
-	if (owner != OWNER_IDLE)
-		rate = owner_rate;
+		rate = atomic_load(&tracer_rate);
+	}
+	if (atomic_load(&forgot))
+		flags |= MEMPROF_PROBE_F_FORGOT;
 	__atomic_store(&memprof_probe_control.active_rate, &rate, __ATOMIC_RELAXED);
 	__atomic_store_n(&memprof_probe_control.flags, flags, __ATOMIC_RELEASE);
 }
 
+/* 4.13: the rate of the one profile (5.x hands the rate of each sample). */
+static double current_rate(void);
+
 /* ---- Return addresses of a Gc.Memprof callstack ---- */
+
+#if OCAML5
+#define DESCR_FLAGS(d) ((d)->frame_data)
+#else
+#define DESCR_FLAGS(d) ((d)->frame_size)
+#endif
+#define DESCR_TO_C(d) (DESCR_FLAGS(d) == 0xffff)
+#define DESCR_HAS_ALLOCS(d) ((DESCR_FLAGS(d) & 2) != 0)
+#define DESCR_HAS_DEBUG(d) ((DESCR_FLAGS(d) & 1) != 0)
 
 struct dbg_ra {
 	uintptr_t dbg, ra;
 };
 
-static struct dbg_ra *dbg_map;
-static size_t dbg_len;
-static frame_descr **dbg_map_table; /* caml_frame_descriptors the map was built from */
+struct dbg_map {
+	struct dbg_ra *v;
+	size_t len, cap;
+};
 
 static int dbg_cmp(const void *a, const void *b)
 {
@@ -131,18 +179,18 @@ static int dbg_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int dbg_add(size_t *cap, uintptr_t dbg, uintptr_t ra)
+static int dbg_add(struct dbg_map *m, uintptr_t dbg, uintptr_t ra)
 {
-	if (dbg_len == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 1024;
-		struct dbg_ra *m = realloc(dbg_map, ncap * sizeof(*m));
+	if (m->len == m->cap) {
+		size_t ncap = m->cap ? 2 * m->cap : 1024;
+		struct dbg_ra *v = realloc(m->v, ncap * sizeof(*v));
 
-		if (!m)
+		if (!v)
 			return -1;
-		dbg_map = m;
-		*cap = ncap;
+		m->v = v;
+		m->cap = ncap;
 	}
-	dbg_map[dbg_len++] = (struct dbg_ra){dbg, ra};
+	m->v[m->len++] = (struct dbg_ra){dbg, ra};
 	return 0;
 }
 
@@ -151,47 +199,37 @@ static int dbg_add(size_t *cap, uintptr_t dbg, uintptr_t ra)
  * offset, relative to its own 32-bit slot after the allocation lengths;
  * memprof hands the innermost frame as that debuginfo.  Map each one back.
  */
-static void dbg_map_build(void)
+static int dbg_add_descr(struct dbg_map *m, frame_descr *d)
 {
-	size_t cap = 0;
+	unsigned char *p;
+	unsigned n;
 
-	dbg_len = 0;
-	dbg_map_table = caml_frame_descriptors;
-	for (uintnat i = 0; caml_frame_descriptors && i <= caml_frame_descriptors_mask; i++) {
-		frame_descr *d = caml_frame_descriptors[i];
-		unsigned char *p;
-		unsigned n;
+	if (DESCR_TO_C(d) || !DESCR_HAS_ALLOCS(d) || !DESCR_HAS_DEBUG(d))
+		return 0;
+	p = (unsigned char *)&d->live_ofs[d->num_live];
+	n = *p;
+	p += 1 + n;
+	p = (unsigned char *)(((uintptr_t)p + 3) & ~(uintptr_t)3);
+	for (unsigned k = 0; k < n; k++) {
+		uint32_t off;
 
-		if (!d || d->frame_size == 0xffff || (d->frame_size & 3) != 3)
-			continue;
-		p = (unsigned char *)&d->live_ofs[d->num_live];
-		n = *p;
-		p += 1 + n;
-		p = (unsigned char *)(((uintptr_t)p + 3) & ~(uintptr_t)3);
-		for (unsigned k = 0; k < n; k++) {
-			uint32_t off;
-
-			memcpy(&off, p + 4 * k, sizeof(off));
-			if (off && dbg_add(&cap, (uintptr_t)(p + 4 * k + off), d->retaddr))
-				return;
-		}
+		memcpy(&off, p + 4 * k, sizeof(off));
+		if (off && dbg_add(m, (uintptr_t)(p + 4 * k + off), d->retaddr))
+			return -1;
 	}
-	qsort(dbg_map, dbg_len, sizeof(*dbg_map), dbg_cmp);
+	return 0;
 }
 
-static uintptr_t dbg_lookup(uintptr_t dbg)
+static uintptr_t dbg_find(const struct dbg_map *m, uintptr_t dbg)
 {
-	size_t lo = 0, hi;
+	size_t lo = 0, hi = m->len;
 
-	if (dbg_map_table != caml_frame_descriptors) /* first use, or frametables added */
-		dbg_map_build();
-	hi = dbg_len;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (dbg_map[mid].dbg == dbg)
-			return dbg_map[mid].ra;
-		if (dbg_map[mid].dbg < dbg)
+		if (m->v[mid].dbg == dbg)
+			return m->v[mid].ra;
+		if (m->v[mid].dbg < dbg)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -199,6 +237,80 @@ static uintptr_t dbg_lookup(uintptr_t dbg)
 	return 0;
 }
 
+#if OCAML5
+/* The frametables of the executable, listed by the code ocamlopt links in. */
+extern intnat *caml_frametable[];
+
+/* The descriptor after d in its frametable. */
+static frame_descr *descr_next(frame_descr *d)
+{
+	unsigned char *p = (unsigned char *)&d->live_ofs[d->num_live];
+
+	if (!DESCR_TO_C(d)) {
+		unsigned n = 0;
+
+		if (DESCR_HAS_ALLOCS(d)) {
+			n = *p;
+			p += 1 + n;
+		}
+		if (DESCR_HAS_DEBUG(d)) {
+			p = (unsigned char *)(((uintptr_t)p + 3) & ~(uintptr_t)3);
+			p += 4 * (DESCR_HAS_ALLOCS(d) ? n : 1);
+		}
+	}
+	return (frame_descr *)(((uintptr_t)p + sizeof(void *) - 1) & ~(sizeof(void *) - 1));
+}
+
+/*
+ * Built once, from the static frametables (code loaded later by natdynlink
+ * keeps its frames, less the innermost -g one).  Domains sample in
+ * parallel: the first lookup builds it under a lock.
+ */
+static struct dbg_map dbg_map5;
+static atomic_int dbg_map5_ready;
+static pthread_mutex_t dbg_map5_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uintptr_t dbg_lookup(uintptr_t dbg)
+{
+	if (!atomic_load_explicit(&dbg_map5_ready, memory_order_acquire)) {
+		pthread_mutex_lock(&dbg_map5_lock);
+		if (!atomic_load(&dbg_map5_ready)) {
+			for (int i = 0; caml_frametable[i]; i++) {
+				intnat *tbl = caml_frametable[i];
+				frame_descr *d = (frame_descr *)(tbl + 1);
+
+				for (intnat j = 0; j < *tbl; j++, d = descr_next(d))
+					if (dbg_add_descr(&dbg_map5, d))
+						break;
+			}
+			qsort(dbg_map5.v, dbg_map5.len, sizeof(*dbg_map5.v), dbg_cmp);
+			atomic_store_explicit(&dbg_map5_ready, 1, memory_order_release);
+		}
+		pthread_mutex_unlock(&dbg_map5_lock);
+	}
+	return dbg_find(&dbg_map5, dbg);
+}
+#else
+static struct dbg_map dbg_map4;
+static frame_descr **dbg_map_table; /* caml_frame_descriptors the map was built from */
+
+/* The runtime lock is held: one thread at a time. */
+static uintptr_t dbg_lookup(uintptr_t dbg)
+{
+	if (dbg_map_table != caml_frame_descriptors) { /* first use, or frametables added */
+		dbg_map4.len = 0;
+		dbg_map_table = caml_frame_descriptors;
+		for (uintnat i = 0; caml_frame_descriptors && i <= caml_frame_descriptors_mask; i++)
+			if (caml_frame_descriptors[i] &&
+			    dbg_add_descr(&dbg_map4, caml_frame_descriptors[i]))
+				break;
+		qsort(dbg_map4.v, dbg_map4.len, sizeof(*dbg_map4.v), dbg_cmp);
+	}
+	return dbg_find(&dbg_map4, dbg);
+}
+#endif
+
+/* The stack is a local array of the probe's caller: one per thread, so per domain. */
 static size_t callstack_pcs(value cs, uint64_t *out, size_t max)
 {
 	size_t n = Wosize_val(cs), k = 0;
@@ -219,20 +331,24 @@ static size_t callstack_pcs(value cs, uint64_t *out, size_t max)
 
 /* ---- The probes ---- */
 
-/* Fire memprof:sample for a Gc.Memprof allocation; returns its id, 0 if not traced. */
-CAMLprim value memprof_probe_sample(value alloc, value kind)
+/*
+ * Fire memprof:sample for a Gc.Memprof allocation sampled at vrate (a
+ * float; 0: the rate of the one 4.13 profile); returns its id, 0 if not
+ * traced.
+ */
+CAMLprim value memprof_probe_sample(value alloc, value kind, value vrate)
 {
 	uint64_t stack[MEMPROF_PROBE_MAX_STACK + 1];
 	uint64_t id, size, n, ks, sp, sl, inv_q16;
-	double inv;
+	double inv, rate;
 
 	if (!PROBE_SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
 		return Val_long(0);
-	if (!tracer_seen) {
-		tracer_seen = 1;
-		first_id = next_id;
+	id = atomic_fetch_add(&next_id, 1);
+	if (!atomic_load(&tracer_seen)) {
+		atomic_store(&first_id, id);
+		atomic_store(&tracer_seen, 1);
 	}
-	id = next_id++;
 	n = (uint64_t)Long_val(Field(alloc, 0));
 	size = (uint64_t)Long_val(Field(alloc, 1));
 	ks = MEMPROF_PROBE_KIND_SOURCE(Long_val(kind), Long_val(Field(alloc, 2)));
@@ -244,7 +360,8 @@ CAMLprim value memprof_probe_sample(value alloc, value kind)
 		ks |= MEMPROF_PROBE_F_STACK_CUT;
 	}
 	sp = (uint64_t)(uintptr_t)stack;
-	inv = owner_rate > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / owner_rate) : 0;
+	rate = Double_val(vrate) > 0 ? Double_val(vrate) : current_rate();
+	inv = rate > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / rate) : 0;
 	inv_q16 = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
 	DTRACE_PROBE7(memprof, sample, id, size, n, ks, sp, sl, inv_q16);
 	__atomic_fetch_add(&memprof_probe_control.samples, 1, __ATOMIC_RELAXED);
@@ -253,7 +370,7 @@ CAMLprim value memprof_probe_sample(value alloc, value kind)
 
 static int id_traced(uint64_t id)
 {
-	return id && tracer_seen && id >= first_id;
+	return id && atomic_load(&tracer_seen) && id >= atomic_load(&first_id);
 }
 
 /*
@@ -265,7 +382,6 @@ static int id_traced(uint64_t id)
  */
 static struct probe_events events_queue;
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
-static void (*prev_minor_gc_end_hook)(void);
 
 /* The probe's one site. */
 static __attribute__((noinline)) void events_flush_locked(void)
@@ -290,13 +406,6 @@ static void events_flush(void)
 	pthread_mutex_unlock(&events_lock);
 }
 
-static void events_minor_gc_end(void)
-{
-	events_flush();
-	if (prev_minor_gc_end_hook)
-		prev_minor_gc_end_hook();
-}
-
 /* Queue a promote event; returns whether the tracer still follows the block. */
 CAMLprim value memprof_probe_promote(value vid)
 {
@@ -319,11 +428,79 @@ CAMLprim value memprof_probe_dealloc(value vid, value vkind)
 	return Val_unit;
 }
 
+/* ---- memprof:gc, from the runtime's timing hooks ---- */
+
+static caml_timing_hook prev_minor_begin, prev_minor_end, prev_major_begin, prev_major_end;
+
+static void fire_gc(uint64_t phase)
+{
+	uint64_t minor, major;
+
+	if (!PROBE_SEMAPHORE_UP(memprof_gc_semaphore) || !probe_sites_armed())
+		return;
+	minor =
+	    (uint64_t)((char *)Caml_state_field(young_end) - (char *)Caml_state_field(young_ptr));
+#if OCAML5
+	major = (uint64_t)caml_heap_size(Caml_state_field(shared_heap));
+#else
+	major = (uint64_t)Caml_state_field(stat_heap_wsz) * sizeof(value);
+#endif
+	DTRACE_PROBE3(memprof, gc, phase, minor, major);
+}
+
+static void gc_minor_begin(void)
+{
+	fire_gc(MEMPROF_PROBE_GC_MINOR_START);
+	if (prev_minor_begin)
+		prev_minor_begin();
+}
+
+static void gc_minor_end(void)
+{
+	/* The events of the collection before (whose callbacks ran since). */
+	events_flush();
+	fire_gc(MEMPROF_PROBE_GC_MINOR_END);
+	if (prev_minor_end)
+		prev_minor_end();
+}
+
+static void gc_major_begin(void)
+{
+	fire_gc(MEMPROF_PROBE_GC_MAJOR_START);
+	if (prev_major_begin)
+		prev_major_begin();
+}
+
+static void gc_major_end(void)
+{
+	fire_gc(MEMPROF_PROBE_GC_MAJOR_END);
+	if (prev_major_end)
+		prev_major_end();
+}
+
+static void gc_hooks_install(void)
+{
+#if OCAML5
+	prev_minor_begin = atomic_exchange(&caml_minor_gc_begin_hook, gc_minor_begin);
+	prev_minor_end = atomic_exchange(&caml_minor_gc_end_hook, gc_minor_end);
+	prev_major_begin = atomic_exchange(&caml_major_slice_begin_hook, gc_major_begin);
+	prev_major_end = atomic_exchange(&caml_major_slice_end_hook, gc_major_end);
+#else
+	prev_minor_begin = caml_minor_gc_begin_hook;
+	caml_minor_gc_begin_hook = gc_minor_begin;
+	prev_minor_end = caml_minor_gc_end_hook;
+	caml_minor_gc_end_hook = gc_minor_end;
+	prev_major_begin = caml_major_slice_begin_hook;
+	caml_major_slice_begin_hook = gc_major_begin;
+	prev_major_end = caml_major_slice_end_hook;
+	caml_major_slice_end_hook = gc_major_end;
+#endif
+}
+
 /* ---- Who samples ---- */
 
 value __real_caml_memprof_start(value lv, value szv, value tracker);
 value __real_caml_memprof_stop(value unit);
-value __real_caml_final_do_calls_exn(void);
 
 CAMLprim value memprof_probe_tracer_up(value unit)
 {
@@ -341,6 +518,193 @@ CAMLprim value memprof_probe_requested_rate(value unit)
 	return caml_copy_double(want);
 }
 
+/* The tracer's presence was acted on (up) or its departure (down). */
+static void tracer_acked(int up)
+{
+	if (!up) {
+		atomic_store(&tracer_seen, 0);
+		if (atomic_exchange(&forgot, 0))
+			publish();
+	}
+}
+
+#if OCAML5
+/* Per domain, the OCaml side keeps the owner and the profiles. */
+static double current_rate(void)
+{
+	return 0;
+}
+
+/* Start a profile for real (raises as Gc.Memprof.start does). */
+CAMLprim value memprof_probe_real_start(value lv, value szv, value tracker)
+{
+	return __real_caml_memprof_start(lv, szv, tracker);
+}
+
+CAMLprim value memprof_probe_real_stop(value unit)
+{
+	return __real_caml_memprof_stop(unit);
+}
+
+/* Whether a profile samples (a Gc.Memprof.t is a block whose field 0 is its
+ * status, 0 while sampling: runtime/memprof.c). */
+CAMLprim value memprof_probe_profile_sampling(value profile)
+{
+	return Val_bool(Is_block(profile) && Long_val(Field(profile, 0)) == 0);
+}
+
+/* A domain's owner went from old to now (at rate, for now != IDLE). */
+CAMLprim value memprof_probe_owner_change(value vold, value vnow, value vrate)
+{
+	int old = Int_val(vold), now = Int_val(vnow);
+
+	if (old == OWNER_TRACER)
+		atomic_fetch_sub(&tracer_profiles, 1);
+	else if (old == OWNER_PROGRAM)
+		atomic_fetch_sub(&program_profiles, 1);
+	if (now == OWNER_TRACER) {
+		atomic_store(&tracer_rate, Double_val(vrate));
+		atomic_fetch_add(&tracer_profiles, 1);
+	} else if (now == OWNER_PROGRAM) {
+		atomic_store(&program_rate, Double_val(vrate));
+		atomic_fetch_add(&program_profiles, 1);
+	}
+	publish();
+	return Val_unit;
+}
+
+/* Bumped when every domain should run the OCaml poll again. */
+static atomic_uint poll_gen = 1;
+static _Thread_local unsigned seen_gen;
+static _Thread_local int in_poll;
+
+static void request_poll(void)
+{
+	atomic_fetch_add(&poll_gen, 1);
+	caml_interrupt_all_signal_safe();
+}
+
+CAMLprim value memprof_probe_request_poll(value unit)
+{
+	(void)unit;
+	request_poll();
+	return Val_unit;
+}
+
+CAMLprim value memprof_probe_ack(value vup)
+{
+	tracer_acked(Bool_val(vup));
+	return Val_unit;
+}
+
+/* The program's Gc.Memprof.start and stop, through the OCaml side. */
+value __wrap_caml_memprof_start(value lv, value szv, value tracker)
+{
+	const value *f = atomic_load(&installed) ? caml_named_value("memprof_probe.start") : NULL;
+	value args[3] = {lv, szv, tracker};
+
+	if (!f)
+		return __real_caml_memprof_start(lv, szv, tracker);
+	return caml_callbackN(*f, 3, args);
+}
+
+value __wrap_caml_memprof_stop(value unit)
+{
+	const value *f = atomic_load(&installed) ? caml_named_value("memprof_probe.stop") : NULL;
+
+	if (!f)
+		return __real_caml_memprof_stop(unit);
+	return caml_callback(*f, unit);
+}
+
+static void *helper_main(void *arg)
+{
+	int last = 0, again = 0;
+
+	(void)arg;
+	for (;;) {
+		struct timespec pause = {0, POLL_MS * 1000000L};
+		int up;
+
+		nanosleep(&pause, NULL);
+		if (probe_events_stale(&events_queue, POLL_MS * 1000000ull))
+			events_flush();
+		up = tracer_up();
+		if (up != last) {
+			last = up;
+			again = 2;
+			request_poll();
+		} else if (again > 0) {
+			/* Cheap insurance: interrupt again a domain that was mid-collection. */
+			again--;
+			caml_interrupt_all_signal_safe();
+		}
+	}
+	return NULL;
+}
+
+static void fork_child_reset(void)
+{
+	/* The child polls again at its first pending action (its parent's
+	 * profile may be sampling for a tracer the child does not have). */
+	atomic_fetch_add(&poll_gen, 1);
+}
+
+caml_result __real_caml_final_do_calls_res(void);
+static void helper_start(void);
+
+caml_result __wrap_caml_final_do_calls_res(void)
+{
+	if (atomic_load(&installed)) {
+		unsigned gen = atomic_load(&poll_gen);
+
+		if (!atomic_load(&helper_running))
+			helper_start(); /* a forked child: its parent's helper is gone */
+		if (gen != seen_gen && !in_poll) {
+			const value *poll = caml_named_value("memprof_probe.poll");
+
+			seen_gen = gen;
+			in_poll = 1;
+			if (poll)
+				caml_callback_exn(*poll, Val_unit); /* it catches everything */
+			in_poll = 0;
+		}
+	}
+	return __real_caml_final_do_calls_res();
+}
+
+#else /* OCaml 4.13 */
+
+/* Written with the runtime lock held. */
+static enum owner owner = OWNER_IDLE;
+static double owner_rate;
+static atomic_int acked = 0; /* what the OCaml side last acted on; -1: act again */
+static atomic_int poll_requested;
+static atomic_int in_poll;
+
+static double current_rate(void)
+{
+	return owner_rate;
+}
+
+static void set_owner(enum owner now, double rate)
+{
+	atomic_store(&program_profiles, now == OWNER_PROGRAM);
+	atomic_store(&tracer_profiles, now == OWNER_TRACER);
+	atomic_store(now == OWNER_PROGRAM ? &program_rate : &tracer_rate, rate);
+	owner = now;
+	owner_rate = rate;
+	publish();
+}
+
+/* 4.13's stop forgets every tracked block: those the tracer saw get no dealloc. */
+static void stop_forgetting(void)
+{
+	__real_caml_memprof_stop(Val_unit);
+	if (atomic_load(&tracer_seen) && !atomic_exchange(&forgot, 1))
+		publish();
+}
+
 CAMLprim value memprof_probe_owner(value unit)
 {
 	(void)unit;
@@ -352,9 +716,7 @@ CAMLprim value memprof_probe_start_for_tracer(value lv, value szv, value tracker
 {
 	CAMLparam3(lv, szv, tracker);
 	__real_caml_memprof_start(lv, szv, tracker);
-	owner = OWNER_TRACER;
-	owner_rate = Double_val(lv);
-	publish();
+	set_owner(OWNER_TRACER, Double_val(lv));
 	CAMLreturn(Val_unit);
 }
 
@@ -362,8 +724,7 @@ CAMLprim value memprof_probe_stop_for_tracer(value unit)
 {
 	if (owner == OWNER_TRACER) {
 		__real_caml_memprof_stop(unit);
-		owner = OWNER_IDLE;
-		publish();
+		set_owner(OWNER_IDLE, 0);
 	}
 	return Val_unit;
 }
@@ -373,8 +734,7 @@ CAMLprim value memprof_probe_ack(value vup)
 {
 	int up = Bool_val(vup);
 
-	if (!up)
-		tracer_seen = 0;
+	tracer_acked(up);
 	atomic_store(&acked, up);
 	return Val_unit;
 }
@@ -388,18 +748,15 @@ value __wrap_caml_memprof_start(value lv, value szv, value tracker)
 	if (!atomic_load(&installed) || owner == OWNER_PROGRAM)
 		CAMLreturn(__real_caml_memprof_start(lv, szv, tracker));
 	if (owner == OWNER_TRACER) {
-		__real_caml_memprof_stop(Val_unit);
-		owner = OWNER_IDLE;
-		publish();
+		stop_forgetting();
+		set_owner(OWNER_IDLE, 0);
 		/* If the program's start fails, the helper asks for a poll again. */
 		atomic_store(&acked, -1);
 	}
 	wrap = caml_named_value("memprof_probe.wrap");
 	wrapped = wrap ? caml_callback(*wrap, tracker) : tracker;
 	__real_caml_memprof_start(lv, szv, wrapped);
-	owner = OWNER_PROGRAM;
-	owner_rate = Double_val(lv);
-	publish();
+	set_owner(OWNER_PROGRAM, Double_val(lv));
 	CAMLreturn(Val_unit);
 }
 
@@ -410,16 +767,13 @@ value __wrap_caml_memprof_stop(value unit)
 	if (owner == OWNER_TRACER) /* what the program would see without the adapter */
 		caml_failwith("Gc.Memprof.stop: not started.");
 	if (owner == OWNER_PROGRAM) {
-		__real_caml_memprof_stop(unit);
-		owner = OWNER_IDLE;
-		publish();
+		stop_forgetting();
+		set_owner(OWNER_IDLE, 0);
 		atomic_store(&acked, -1); /* the tracer may want sampling back */
 		return Val_unit;
 	}
 	return __real_caml_memprof_stop(unit);
 }
-
-/* ---- Noticing attach and detach ---- */
 
 static void *helper_main(void *arg)
 {
@@ -442,6 +796,31 @@ static void *helper_main(void *arg)
 	}
 	return NULL;
 }
+
+static void fork_child_reset(void)
+{
+}
+
+value __real_caml_final_do_calls_exn(void);
+static void helper_start(void);
+
+value __wrap_caml_final_do_calls_exn(void)
+{
+	if (atomic_load(&installed) && !atomic_load(&helper_running))
+		helper_start(); /* a forked child: its parent's helper is gone */
+	if (atomic_load(&poll_requested) && !atomic_exchange(&in_poll, 1)) {
+		const value *poll = caml_named_value("memprof_probe.poll");
+
+		atomic_store(&poll_requested, 0);
+		if (poll)
+			caml_callback_exn(*poll, Val_unit); /* it catches everything */
+		atomic_store(&in_poll, 0);
+	}
+	return __real_caml_final_do_calls_exn();
+}
+#endif
+
+/* ---- Noticing attach and detach ---- */
 
 static void helper_start(void)
 {
@@ -466,6 +845,7 @@ static void fork_child(void)
 	atomic_store(&helper_running, 0);
 	pthread_mutex_init(&events_lock, NULL);
 	events_queue.n = 0; /* the parent's events are the parent's */
+	fork_child_reset();
 	probe_sites_fork_child(any_semaphore_up());
 }
 
@@ -475,23 +855,7 @@ CAMLprim value memprof_probe_install(value unit)
 	if (atomic_exchange(&installed, 1))
 		return Val_unit;
 	pthread_atfork(NULL, NULL, fork_child);
-	prev_minor_gc_end_hook = caml_minor_gc_end_hook;
-	caml_minor_gc_end_hook = events_minor_gc_end;
+	gc_hooks_install();
 	helper_start();
 	return Val_unit;
-}
-
-value __wrap_caml_final_do_calls_exn(void)
-{
-	if (atomic_load(&installed) && !atomic_load(&helper_running))
-		helper_start(); /* a forked child: its parent's helper is gone */
-	if (atomic_load(&poll_requested) && !atomic_exchange(&in_poll, 1)) {
-		const value *poll = caml_named_value("memprof_probe.poll");
-
-		atomic_store(&poll_requested, 0);
-		if (poll)
-			caml_callback_exn(*poll, Val_unit); /* it catches everything */
-		atomic_store(&in_poll, 0);
-	}
-	return __real_caml_final_do_calls_exn();
 }

@@ -140,7 +140,7 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 	}
 	if (size == 0) {
 		/* glibc: realloc(p, 0) frees p and returns NULL. */
-		free(p);
+		preload_free(p);
 		return NULL;
 	}
 	uint64_t handle = 0;
@@ -211,3 +211,30 @@ PRELOAD_EXPORT size_t malloc_usable_size(void *p)
 		return bootstrap_block_size(p);
 	return next.malloc_usable_size(p);
 }
+
+/* glibc's reallocarray is realloc with an overflow check. */
+PRELOAD_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return preload_realloc(p, bytes);
+}
+
+/* The same functions under hidden names (got_redirect.c takes their
+ * addresses: the exported names may resolve to another library's). */
+#define PRELOAD_ALIAS(name) __typeof(name) preload_##name __attribute__((alias(#name), copy(name)))
+PRELOAD_ALIAS(malloc);
+PRELOAD_ALIAS(free);
+PRELOAD_ALIAS(calloc);
+PRELOAD_ALIAS(realloc);
+PRELOAD_ALIAS(reallocarray);
+PRELOAD_ALIAS(posix_memalign);
+PRELOAD_ALIAS(aligned_alloc);
+PRELOAD_ALIAS(memalign);
+PRELOAD_ALIAS(valloc);
+PRELOAD_ALIAS(pvalloc);
+PRELOAD_ALIAS(malloc_usable_size);

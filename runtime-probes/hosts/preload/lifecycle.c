@@ -178,12 +178,21 @@ void preload_init(void)
 		return;
 	if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING))
 		return; /* another thread (or this one, recursively) is at it */
-	if (next_allocator_resolve() != 0)
+	if (next_allocator_resolve() != 0) {
+		/* Injected, nothing calls us yet: stay inert rather than end the program. */
+		if (atomic_load_explicit(&preload_injected, memory_order_relaxed))
+			return;
 		_exit(127); /* no allocator to delegate to: nothing can run */
+	}
 	atomic_store_explicit(&preload_allocator_ready, 1, memory_order_release);
 	profiler_init();
 	atomic_store_explicit(&preload_profiler_ready, 1, memory_order_release);
 	atomic_store_explicit(&init_state, INIT_DONE, memory_order_release);
+	if (atomic_load_explicit(&preload_injected, memory_order_relaxed)) {
+		/* Dlopen'ed into a running process: take over its allocation calls. */
+		got_redirect_init();
+		got_rescan();
+	}
 }
 
 __attribute__((constructor)) static void preload_constructor(void)

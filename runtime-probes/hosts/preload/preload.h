@@ -14,6 +14,8 @@
  *   lifecycle.c        initialisation, environment, fork, thread exit,
  *                      the in-process API (memprof_start/stop/discard, profile handles)
  *   interpose.c        the exported malloc family
+ *   got_redirect.c     injected mode: point every object's GOT slots for
+ *                      the malloc family at interpose.c
  */
 #ifndef MEMPROF_PRELOAD_H
 #define MEMPROF_PRELOAD_H
@@ -72,8 +74,54 @@ struct next_allocator {
 	size_t (*malloc_usable_size)(void *);
 };
 extern struct next_allocator next;
-/* Look the next allocator up.  0, or -1 after one line on stderr. */
+/*
+ * Look the next allocator up.  0, or -1 after one line on stderr.
+ * Preloaded (or linked before libc), ours is the first malloc in the global
+ * scope and the next is the one after this library (RTLD_NEXT).  Injected
+ * (dlopen'ed into a running process), the first one is the program's:
+ * that is the one to delegate to, and preload_injected is set.
+ */
 int next_allocator_resolve(void);
+
+/* ---- Injected mode (got_redirect.c) ---- */
+
+extern atomic_int preload_injected;
+/* Learn where this library is (called by got_first_definition if needed). */
+void got_self_init(void);
+/*
+ * The first definition of function `name` in load order, the way the
+ * loader binds a PLT slot: undefined references are skipped, also those
+ * with a value (the canonical PLT entry of a non-PIE executable that takes
+ * the function's address, which dlsym would return).  skip_self: ignore
+ * this library.  *is_self (if not NULL): the definition is this library's.
+ * 0 if none.
+ */
+uintptr_t got_first_definition(const char *name, int skip_self, int *is_self);
+/* Learn what to redirect where (after next_allocator_resolve). */
+void got_redirect_init(void);
+/* Rewrite the GOT slots of every loaded object now. */
+void got_rescan(void);
+void got_poll_slow(void);
+/* On every slow path: rescan if objects were loaded since the last time. */
+static inline void got_poll(void)
+{
+	if (PRELOAD_UNLIKELY(atomic_load_explicit(&preload_injected, memory_order_relaxed)))
+		got_poll_slow();
+}
+
+/* interpose.c's functions under hidden names: their addresses in this
+ * library, whatever symbol lookup would find. */
+void *preload_malloc(size_t size);
+void preload_free(void *p);
+void *preload_calloc(size_t n, size_t size);
+void *preload_realloc(void *p, size_t size);
+void *preload_reallocarray(void *p, size_t n, size_t size);
+int preload_posix_memalign(void **out, size_t align, size_t size);
+void *preload_aligned_alloc(size_t align, size_t size);
+void *preload_memalign(size_t align, size_t size);
+void *preload_valloc(size_t size);
+void *preload_pvalloc(size_t size);
+size_t preload_malloc_usable_size(void *p);
 
 /* ---- Sampled blocks (sampled_blocks.c) ---- */
 

@@ -65,6 +65,7 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes)
 {
 	if (t->inside || t->exited)
 		return 0;
+	got_poll();
 	if (PRELOAD_UNLIKELY(!preload_profiler_usable())) {
 		preload_init();
 		if (!preload_profiler_usable())

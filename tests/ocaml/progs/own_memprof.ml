@@ -25,7 +25,7 @@ let () =
   Memprof_probe.install ();
   let seconds = float_of_string Sys.argv.(1) in
   let late = Sys.argv.(3) = "late" in
-  if not late then Gc.Memprof.start ~sampling_rate:1e-3 ~callstack_size:10 tracker;
+  if not late then ignore (Gc.Memprof.start ~sampling_rate:1e-3 ~callstack_size:10 tracker);
   let oc = open_out Sys.argv.(2) in
   Printf.fprintf oc "%d\n" (Unix.getpid ());
   close_out oc;
@@ -39,7 +39,7 @@ let () =
     done;
     let t = Unix.gettimeofday () -. t0 in
     if late && (not !started) && t > seconds /. 3. then (
-      Gc.Memprof.start ~sampling_rate:1e-3 ~callstack_size:10 tracker;
+      ignore (Gc.Memprof.start ~sampling_rate:1e-3 ~callstack_size:10 tracker);
       started := true);
     if late && !started && (not !stopped) && t > 2. *. seconds /. 3. then (
       Gc.Memprof.stop ();

@@ -77,7 +77,7 @@ __attribute__((noinline)) void leaf_alloc(void)
 #define LEVEL(i, next)                                                                             \
 	__attribute__((noinline)) void lv##i##a(unsigned path)                                     \
 	{                                                                                          \
-		if (path >> (i) & 1)                                                               \
+		if (path >> (i)&1)                                                                 \
 			lv##next##a(path);                                                         \
 		else                                                                               \
 			lv##next##b(path);                                                         \
@@ -85,7 +85,7 @@ __attribute__((noinline)) void leaf_alloc(void)
 	}                                                                                          \
 	__attribute__((noinline)) void lv##i##b(unsigned path)                                     \
 	{                                                                                          \
-		if (path >> (i) & 1)                                                               \
+		if (path >> (i)&1)                                                                 \
 			lv##next##a(path);                                                         \
 		else                                                                               \
 			lv##next##b(path);                                                         \
@@ -159,7 +159,7 @@ static void run_deep(unsigned long rounds)
 static const size_t sizes[N_SIZES] = {1, 3, 8, 13, 100, 1000, 4101, 65536, 1 << 20};
 /* Blocks per size: about 4 MiB (and at least 2,000,000 small blocks) each. */
 static const unsigned long counts[N_SIZES] = {2000000, 1000000, 500000, 400000, 50000,
-					      5000,    1000,    64,	   4};
+					      5000,    1000,	64,	4};
 
 #define SIZE_SITE(i)                                                                               \
 	__attribute__((noinline)) void size_##i(unsigned long n)                                   \

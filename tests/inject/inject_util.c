@@ -1,0 +1,251 @@
+/* tests/inject helpers: see inject_util.h. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject_util.h"
+#include "testlib.h"
+
+/* How long a loader may take to report that the target samples. */
+#define SAMPLING_TIMEOUT_S 60
+
+static pid_t spawn(const char *const argv[], const char *const env[], const char *out,
+		   const char *err)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(126);
+		unsetenv("LD_PRELOAD");
+		for (size_t i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+void session_init(struct session *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "/tmp/inject-test-XXXXXX");
+	cr_assert_not_null(mkdtemp(s->dir));
+	snprintf(s->go, sizeof(s->go), "%s/go", s->dir);
+	snprintf(s->out, sizeof(s->out), "%s/out", s->dir);
+	snprintf(s->err, sizeof(s->err), "%s/err", s->dir);
+	snprintf(s->views, sizeof(s->views), "%s/views", s->dir);
+}
+
+void session_start(struct session *s, const char *const argv[], const char *const env[])
+{
+	const char *args[16];
+	struct stat st;
+	size_t n = 0;
+
+	cr_assert(stat(argv[0], &st) == 0, "%s is not built", argv[0]);
+	for (; argv[n] && n < 15; n++)
+		args[n] = strcmp(argv[n], "@GO") ? argv[n] : s->go;
+	args[n] = NULL;
+	s->prog = spawn(args, env, s->out, s->err);
+	/* Let it build its heap history and reach its wait. */
+	const struct timespec settle = {0, 300000000};
+	nanosleep(&settle, NULL);
+}
+
+const char *session_loader(struct session *s, const char *const extra[], int wait_sampling,
+			   pid_t *loader, int *status)
+{
+	static char log[128];
+	char pid[16];
+	const char *argv[32] = {INJECT_LOADER, "attach", pid, "-v"};
+	size_t n = 4;
+
+	snprintf(pid, sizeof(pid), "%d", (int)s->prog);
+	for (size_t i = 0; extra && extra[i] && n < 31; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	snprintf(log, sizeof(log), "%s/loader%d.err", s->dir, s->loaders++);
+	*loader = spawn(argv, NULL, "/dev/null", log);
+	if (!wait_sampling) {
+		*status = session_wait(*loader);
+		return log;
+	}
+	for (int i = 0; i < SAMPLING_TIMEOUT_S * 100; i++) {
+		char *text = access(log, R_OK) == 0 ? slurp(log) : NULL;
+		int ready = text && strstr(text, "target sampling at rate") != NULL;
+		free(text);
+		if (ready)
+			return log;
+		if (waitpid(*loader, status, WNOHANG) == *loader) {
+			text = slurp(log);
+			cr_assert_fail("the loader ended before sampling started (status %#x): %s",
+				       *status, text);
+		}
+		const struct timespec tick = {0, 10000000};
+		nanosleep(&tick, NULL);
+	}
+	cr_assert_fail("the target never started sampling");
+	return log;
+}
+
+void session_go(struct session *s)
+{
+	int fd = open(s->go, O_WRONLY | O_CREAT, 0644);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+}
+
+int session_wait(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		cr_assert_eq(errno, EINTR, "waitpid: %s", strerror(errno));
+	return status;
+}
+
+void session_end(struct session *s)
+{
+	char cmd[128];
+
+	if (s->prog > 0 && kill(s->prog, 0) == 0) {
+		kill(s->prog, SIGKILL);
+		session_wait(s->prog);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+	cr_expect_eq(system(cmd), 0);
+}
+
+char *plain_output(const char *const argv[], const char *const env[])
+{
+	struct session s;
+	const char *args[16];
+	size_t n = 0;
+
+	session_init(&s);
+	session_go(&s);
+	for (; argv[n] && n < 15; n++)
+		args[n] = strcmp(argv[n], "@GO") ? argv[n] : s.go;
+	args[n] = NULL;
+	pid_t p = spawn(args, env, s.out, s.err);
+	int status = session_wait(p);
+	char *err = slurp(s.err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "plain run: status %#x: %s",
+		  status, err);
+	free(err);
+	char *out = slurp(s.out);
+	session_end(&s);
+	return out;
+}
+
+char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0;
+
+	cr_assert_not_null(f, "cannot open %s: %s", path, strerror(errno));
+	FILE *mem = open_memstream(&buf, &len);
+	cr_assert_not_null(mem);
+	char chunk[4096];
+	size_t got;
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, got, mem);
+	fclose(f);
+	fclose(mem);
+	return buf;
+}
+
+int maps_count(pid_t pid, const char *needle)
+{
+	char path[64];
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	char *text = slurp(path);
+	for (char *p = text; (p = strstr(p, needle)); p++)
+		n++;
+	free(text);
+	return n;
+}
+
+struct sites {
+	int n;
+	char name[INJECT_MAX_SITES][64];
+	double words[INJECT_MAX_SITES], samples[INJECT_MAX_SITES];
+};
+
+static int site_index(const struct sites *t, const char *frame)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->name[i], frame))
+			return i;
+	return -1;
+}
+
+void check_site_shares(const char *program_out, const char *folded, double min_samples)
+{
+	struct sites t = {.n = 0};
+	char *out = slurp(program_out), *text;
+
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		char name[64];
+		double w;
+		if (sscanf(line, "site %63s words %lf", name, &w) == 2 && t.n < INJECT_MAX_SITES) {
+			snprintf(t.name[t.n], sizeof(t.name[t.n]), "%s", name);
+			t.words[t.n++] = w;
+		}
+	}
+	free(out);
+	cr_assert_gt(t.n, 1, "the program printed no sites");
+	text = slurp(folded);
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *space = strrchr(line, ' ');
+		if (!space)
+			continue;
+		*space = 0;
+		/* The innermost frame named like a site. */
+		for (char *f = line + strlen(line); f >= line; f--) {
+			if (f > line && f[-1] != ';')
+				continue;
+			char frame[256];
+			size_t len = strcspn(f, ";");
+			snprintf(frame, sizeof(frame), "%.*s", (int)len, f);
+			int i = site_index(&t, frame);
+			if (i >= 0) {
+				t.samples[i] += atof(space + 1) / INJECT_BYTES_PER_SAMPLE;
+				break;
+			}
+			if (f == line)
+				break;
+		}
+	}
+	free(text);
+	double total_words = 0, total_n = 0;
+	for (int i = 0; i < t.n; i++) {
+		total_words += t.words[i];
+		total_n += t.samples[i];
+	}
+	cr_assert_geq(total_n, min_samples, "only %.0f samples in the sites", total_n);
+	for (int i = 0; i < t.n; i++) {
+		double p = t.words[i] / total_words;
+		cr_expect(within_binomial(t.samples[i], total_n, p),
+			  "%s: %.0f samples, expected %.1f +- %.1f (%g sd; exact share %.4f)",
+			  t.name[i], t.samples[i], total_n * p, binomial_bound(total_n, p),
+			  TEST_SIGMAS, p);
+	}
+}

@@ -1,0 +1,36 @@
+/*
+ * The test programs of tests/inject/ start, build some heap history, then
+ * wait for the test to create GO_FILE (the test does so once memprof-bpf,
+ * having injected the malloc host, reports that the program samples).  While
+ * waiting they allocate about 1 MiB per millisecond, so the malloc host
+ * polls and notices the tracer.
+ */
+#ifndef INJECT_GO_WAIT_H
+#define INJECT_GO_WAIT_H
+
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GO_WAIT_SECONDS 120
+
+static void *volatile go_wait_sink;
+
+/* 0 once go_file exists, -1 after GO_WAIT_SECONDS. */
+__attribute__((noinline)) static int go_wait(const char *go_file)
+{
+	const struct timespec pause = {0, 1000000};
+
+	for (long i = 0; i < GO_WAIT_SECONDS * 1000L; i++) {
+		if (access(go_file, F_OK) == 0)
+			return 0;
+		for (int k = 0; k < 16; k++) {
+			go_wait_sink = malloc(65536);
+			free(go_wait_sink);
+		}
+		nanosleep(&pause, NULL);
+	}
+	return -1;
+}
+
+#endif

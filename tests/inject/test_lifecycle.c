@@ -1,0 +1,170 @@
+/*
+ * The malloc host injected into a running C program, over its life: blocks
+ * allocated before the injection freed, reallocated and sized after it;
+ * inject, detach, attach again (no second injection); a fork after the
+ * injection; a library dlopen'ed after the injection (its calls redirected
+ * too); a thread blocked in a system call when the injector uses it.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "inject_util.h"
+
+#define LIB "libmemprof-preload.so"
+
+struct outcome {
+	char *out, *log;
+};
+
+/* Run inject-sites with args, inject and attach at rate, until it exits. */
+static struct outcome run_sites(struct session *s, const char *const argv[], const char *rate)
+{
+	pid_t loader;
+	int lstatus;
+
+	session_start(s, argv, NULL);
+	const char *extra[] = {"--rate", rate, "--all-views", s->views, NULL};
+	const char *log = session_loader(s, extra, 1, &loader, &lstatus);
+	session_go(s);
+	int pstatus = session_wait(s->prog);
+	lstatus = session_wait(loader);
+	struct outcome o = {slurp(s->out), slurp(log)};
+	char *err = slurp(s->err);
+	cr_assert(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x: %s",
+		  pstatus, err);
+	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == EXIT_OK, "loader status %#x: %s",
+		  lstatus, o.log);
+	cr_expect_not_null(strstr(o.log, "orphan_ids 0 "), "%s", o.log);
+	cr_expect_not_null(strstr(o.log, "duplicate_ids 0 "), "%s", o.log);
+	free(err);
+	return o;
+}
+
+static void outcome_free(struct outcome *o)
+{
+	free(o->out);
+	free(o->log);
+}
+
+Test(inject, blocks_from_before_the_injection)
+{
+	/* Sampling 1 word in 20: many sampled blocks next to the old ones. */
+	const char *argv[] = {INJECT_PROGS "/sites", "@GO", "4000", NULL};
+	char *plain = plain_output(argv, NULL);
+	struct session s;
+
+	session_init(&s);
+	struct outcome o = run_sites(&s, argv, "0.05");
+	cr_expect_not_null(strstr(o.out, "pre_blocks=ok\n"), "%s", o.out);
+	cr_expect_str_eq(o.out, plain);
+	outcome_free(&o);
+	free(plain);
+	session_end(&s);
+}
+
+Test(inject, inject_detach_attach_again)
+{
+	const char *argv[] = {INJECT_PROGS "/sites", "@GO", "20000", NULL};
+	struct session s;
+	pid_t loader;
+	int status;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	/* First: inject, attach for a second, detach. */
+	const char *first[] = {"-d", "1", "-o", "/dev/null", NULL};
+	const char *log1 = session_loader(&s, first, 0, &loader, &status);
+	char *text = slurp(log1);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_OK, "%s", text);
+	cr_expect_not_null(strstr(text, "loaded "), "%s", text);
+	free(text);
+	int mapped = maps_count(s.prog, LIB);
+	cr_assert_gt(mapped, 0, "the library is not mapped after the first run");
+	/* Second: the probes are there; no second injection. */
+	const char *second[] = {"--rate", INJECT_RATE, "--all-views", s.views, NULL};
+	const char *log2 = session_loader(&s, second, 1, &loader, &status);
+	session_go(&s);
+	int pstatus = session_wait(s.prog);
+	status = session_wait(loader);
+	text = slurp(log2);
+	cr_assert(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x", pstatus);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_OK, "%s", text);
+	cr_expect_null(strstr(text, "loaded "), "injected twice: %s", text);
+	free(text);
+	char alloc[128];
+	snprintf(alloc, sizeof(alloc), "%s/alloc.folded", s.views);
+	check_site_shares(s.out, alloc, 10000);
+	session_end(&s);
+}
+
+Test(inject, fork_after_the_injection)
+{
+	const char *argv[] = {INJECT_PROGS "/sites", "@GO", "10000", "--fork", NULL};
+	char *plain = plain_output(argv, NULL);
+	struct session s;
+
+	session_init(&s);
+	struct outcome o = run_sites(&s, argv, INJECT_RATE);
+	cr_expect_not_null(strstr(o.out, "child=0\n"), "%s", o.out);
+	cr_expect_str_eq(o.out, plain);
+	outcome_free(&o);
+	free(plain);
+	session_end(&s);
+}
+
+Test(inject, dlopen_after_the_injection)
+{
+	const char *argv[] = {INJECT_PROGS "/sites",	  "@GO", "20000", "--dlopen",
+			      INJECT_PROGS "/libsite.so", NULL};
+	char *plain = plain_output(argv, NULL);
+	struct session s;
+	char alloc[128];
+
+	session_init(&s);
+	struct outcome o = run_sites(&s, argv, INJECT_RATE);
+	cr_expect_str_eq(o.out, plain);
+	cr_expect_not_null(strstr(o.out, "site site_in_library words "), "%s", o.out);
+	/* site_in_library's share: its malloc calls were redirected too. */
+	snprintf(alloc, sizeof(alloc), "%s/alloc.folded", s.views);
+	check_site_shares(s.out, alloc, 10000);
+	outcome_free(&o);
+	free(plain);
+	session_end(&s);
+}
+
+/* The thread used is blocked in a system call: it restarts as if never stopped. */
+static void inject_during(const char *call)
+{
+	const char *argv[] = {INJECT_PROGS "/syscalls", call, NULL};
+	struct session s;
+	pid_t loader;
+	int status;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	const char *extra[] = {"-d", "0.2", "-o", "/dev/null", NULL};
+	const char *log = session_loader(&s, extra, 0, &loader, &status);
+	char *text = slurp(log);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_OK, "%s", text);
+	cr_expect_not_null(strstr(text, "loaded "), "%s", text);
+	free(text);
+	int pstatus = session_wait(s.prog);
+	char *out = slurp(s.out);
+	cr_expect(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x", pstatus);
+	cr_expect_str_eq(out, "result=ok\n");
+	free(out);
+	session_end(&s);
+}
+
+Test(inject, a_blocked_nanosleep_restarts)
+{
+	inject_during("sleep");
+}
+
+Test(inject, a_blocked_read_restarts)
+{
+	inject_during("read");
+}

@@ -1,0 +1,198 @@
+/*
+ * memprof-bpf attach PID [PID...]: trace the memprof probes of running
+ * processes and write what they allocated, by call stack; with --every,
+ * also a snapshot per interval into a directory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include <linux/types.h>
+#include "memprof_probe_abi.h"
+#include "session.h"
+
+static const char short_opts[] = ":d:o:vh";
+static const struct option long_opts[] = {
+    {"duration", required_argument, NULL, 'd'},
+    {"output", required_argument, NULL, 'o'},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"view", required_argument, NULL, OPT_VIEW},
+    {"all-views", required_argument, NULL, OPT_ALL_VIEWS},
+    {"rate", required_argument, NULL, OPT_RATE},
+    {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
+    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},
+    {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
+    {"no-inject", no_argument, NULL, OPT_NO_INJECT},
+    {"preload", required_argument, NULL, OPT_PRELOAD},
+    {"every", required_argument, NULL, OPT_EVERY},
+    {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: memprof-bpf attach PID [PID...] [-d SECONDS] [-o FILE] [--view "
+	    "alloc|live|promoted|short]\n"
+	    "                             [--all-views DIR] [--rate R] [--max-blocks N]\n"
+	    "                             [--max-stacks N] [-v]\n"
+	    "                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
+	    "                             [--every SECONDS --snapshot-dir DIR]\n"
+	    "                             [--no-inject] [--preload LIB]\n"
+	    "Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
+	    "call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
+	    "DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT/SIGTERM,\n"
+	    "or when PID exits.  With several PIDs, every stack starts with a frame naming\n"
+	    "its process, \"comm (pid)\", and pprof samples carry a pid label.  A dynamically\n"
+	    "linked process without the probes gets the malloc host (libmemprof-preload.so)\n"
+	    "loaded into it first, without a restart.\n"
+	    "  -d, --duration SECONDS  stop after SECONDS\n"
+	    "  -o, --output FILE  write FILE (repeatable)\n"
+	    "  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
+	    "             svg (interactive flame graph of --view), text (report with 95%%\n"
+	    "             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
+	    "             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
+	    "  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
+	    "  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
+	    "             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
+	    "             blocks count until the collector frees them); promoted: blocks\n"
+	    "             promoted; short: blocks freed while young\n"
+	    "  --rate R   sampling rate per word asked of the target (default %g); the\n"
+	    "             malloc host samples per byte at R / 8, runtimes per word\n"
+	    "  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
+	    "             when full, samples still count in alloc and a note reports drops\n"
+	    "  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
+	    "             %d: about %llu MiB of kernel memory; about 1 KiB per stack); once\n"
+	    "             full, a sample keeps its innermost %d frames in a second table\n"
+	    "             of %d stacks, under a [stack-table-full] root, and a note counts them\n"
+	    "  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
+	    "             named by its UTC time (YYYYmmddTHHMMSS.mmmZ.ext, in --format):\n"
+	    "             alloc, promoted and short over the interval, live at its end\n"
+	    "  --no-inject  never load the malloc host: a process without probes is an error\n"
+	    "  --preload LIB  the malloc host to load (default: libmemprof-preload.so next to\n"
+	    "             this program, or in ../lib)\n"
+	    "  -v, --verbose  verbose, with libbpf's own log\n"
+	    "On a terminal, a status line shows the elapsed time, samples, live blocks and\n"
+	    "drops.\n"
+	    "Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
+	    "(no such process, no memprof probes, corrupt ELF, a process that cannot be\n"
+	    "injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
+	    "kernel without BTF/uprobes, 4 BPF or output failure.\n",
+	    MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH, MEMPROF_MAX_STACKS,
+	    (unsigned long long)(tracer_stack_memory(MEMPROF_MAX_STACKS) >> 20),
+	    MEMPROF_INNER_DEPTH, MEMPROF_INNER_STACKS);
+}
+
+static int parse(int argc, char **argv, struct attach_opts *o)
+{
+	int c;
+
+	attach_opts_init(o);
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+		int rc;
+
+		if (c == 'h') {
+			usage(stdout);
+			exit(EXIT_OK);
+		}
+		if (c == '?' || c == ':')
+			return cli_getopt_error(c, argv, long_opts);
+		rc = attach_opts_set(o, c, optarg);
+		if (rc < 0)
+			return EXIT_USAGE;
+		if (rc > 0)
+			return cli_getopt_error('?', argv, long_opts);
+	}
+	if (optind >= argc)
+		return cli_die(EXIT_USAGE, "attach needs a PID (see memprof-bpf attach --help)");
+	if (attach_opts_pids(o, argc, argv, SESSION_MAX_PIDS))
+		return EXIT_USAGE;
+	if (o->every && !o->snapshot_dir)
+		return cli_die(EXIT_USAGE, "--every needs --snapshot-dir DIR");
+	if (o->snapshot_dir && !o->every)
+		return cli_die(EXIT_USAGE, "--snapshot-dir needs --every SECONDS");
+	return EXIT_OK;
+}
+
+/* Poll until -d, a signal, or every target gone; snapshots on the way. */
+static int trace_loop(struct session *s, const struct attach_opts *o)
+{
+	double end = o->seconds > 0 ? s->start_mono + o->seconds : 0;
+	double next_snap = o->every ? s->start_mono + o->every : 0, next_progress = 0;
+	struct timespec snap_from = s->start;
+	int code = EXIT_OK;
+
+	for (unsigned poll = 1; !session_stop_requested; poll++) {
+		struct timespec pause = {0, SESSION_POLL_MS * 1000000L};
+		double now;
+
+		nanosleep(&pause, NULL);
+		if (!session_poll(s, poll))
+			break;
+		now = session_now();
+		if (next_snap && now >= next_snap) {
+			struct timespec t;
+
+			clock_gettime(CLOCK_REALTIME, &t);
+			session_progress_clear(s);
+			code = session_snapshot(s, &snap_from);
+			if (code)
+				return code;
+			snap_from = t;
+			while (next_snap <= now)
+				next_snap += o->every;
+		}
+		if (end && now >= end)
+			break;
+		if (now >= next_progress) {
+			session_progress(s);
+			next_progress = now + 1;
+		}
+	}
+	if (o->every) {
+		/* The last interval, once the probes are detached: the snapshots
+		 * add up to the whole run. */
+		session_detach(s);
+		code = session_snapshot(s, &snap_from);
+	}
+	return code;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct output_request r = {0};
+	struct attach_opts o;
+	struct session s;
+	int code;
+
+	code = parse(argc, argv, &o);
+	if (code)
+		return code;
+	if (o.snapshot_dir && mkdir(o.snapshot_dir, 0755) && errno != EEXIST)
+		return cli_die(EXIT_FAILED, "cannot create %s: %s", o.snapshot_dir,
+			       strerror(errno));
+	session_signals();
+	code = session_start(&s, &o);
+	if (code)
+		return code;
+	s.progress = isatty(STDERR_FILENO);
+	code = trace_loop(&s, &o);
+	session_detach(&s);
+	r.n_paths = o.n_out;
+	r.all_views_dir = o.all_views_dir;
+	r.format = o.format;
+	memcpy(r.paths, o.out_paths, sizeof(r.paths));
+	if (!code)
+		code = session_write(&s, &r);
+	session_report(&s);
+	session_free(&s);
+	return code;
+}

@@ -1,0 +1,416 @@
+/*
+ * memprof-bpf top PID: attached to one process, a view of its top
+ * allocation sites refreshed every second: allocation rate over the last
+ * second, live bytes with their 95% interval, and the shares of the
+ * site's allocations that were promoted and that died young.  On a
+ * terminal it redraws in place and reads keys (a, l, p, s sort by the
+ * view of that name, q quits); otherwise it prints the table every second.
+ * On quit it writes -o FILE like attach.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "folded.h"
+#include "session.h"
+#include "text_report.h"
+
+#define REFRESH_S 1.0
+
+static const char short_opts[] = ":d:o:n:vh";
+static const struct option long_opts[] = {
+    {"duration", required_argument, NULL, 'd'},
+    {"output", required_argument, NULL, 'o'},
+    {"rows", required_argument, NULL, 'n'},
+    {"sort", required_argument, NULL, OPT_SORT},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"view", required_argument, NULL, OPT_VIEW},
+    {"rate", required_argument, NULL, OPT_RATE},
+    {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
+    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},
+    {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
+    {"no-inject", no_argument, NULL, OPT_NO_INJECT},
+    {"preload", required_argument, NULL, OPT_PRELOAD},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memprof-bpf top PID [--rate R] [-n N] [--sort alloc|live|promoted|short]\n"
+		"                       [-d SECONDS] [-o FILE [--format F] [--view V]] [-v]\n"
+		"Attaches to PID and shows its top allocation sites, refreshed every second:\n"
+		"ALLOC/s (estimated bytes allocated per second over the last second), LIVE\n"
+		"(estimated bytes still alive, with its 95%% interval), PROM%% and SHORT%% (the\n"
+		"shares of the site's sampled allocations promoted and freed while young).\n"
+		"Keys on a terminal: a, l, p, s sort by alloc rate, live, promoted, short; q\n"
+		"quits.  Without a terminal the table is printed every second.\n"
+		"  -n, --rows N   sites shown (default 20)\n"
+		"  --sort V       the first sort (default live)\n"
+		"  -d SECONDS     quit after SECONDS\n"
+		"  -o FILE        on quit, write the profile as attach does (--format, --view)\n"
+		"  --rate R, --max-blocks N, --max-stacks N, --no-dwarf, --no-inject, --preload "
+		"LIB, -v: as for\n"
+		"             attach\n");
+}
+
+struct site_row {
+	const char *site; /* borrowed from the profile's dsym */
+	double alloc, live, promoted, short_, rate;
+	int64_t live_samples, alloc_samples;
+};
+
+struct prev_site {
+	char *site;
+	double alloc;
+};
+
+struct top {
+	struct session *s;
+	const struct attach_opts *o;
+	struct dsym *dsym;
+	size_t dsym_regions;
+	struct prev_site *prev;
+	size_t n_prev;
+	double prev_t;
+	int sort, tty;
+	struct termios saved;
+};
+
+static int row_by_site(const void *a, const void *b)
+{
+	return strcmp(((const struct site_row *)a)->site, ((const struct site_row *)b)->site);
+}
+
+static int sort_view;
+static double key_of(const struct site_row *r)
+{
+	switch (sort_view) {
+	case MEMPROF_VIEW_ALLOC:
+		return r->rate;
+	case MEMPROF_VIEW_PROMOTED:
+		return r->promoted;
+	case MEMPROF_VIEW_SHORT:
+		return r->short_;
+	default:
+		return r->live;
+	}
+}
+
+static int row_by_key(const void *a, const void *b)
+{
+	double x = key_of(a), y = key_of(b);
+
+	return x < y ? 1 : x > y ? -1 : row_by_site(a, b);
+}
+
+static int prev_cmp(const void *key, const void *p)
+{
+	return strcmp(key, ((const struct prev_site *)p)->site);
+}
+
+static void human(char *buf, size_t len, double b)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+
+	while (b >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+/* Keep this refresh's alloc totals for the next rate. */
+static void keep_prev(struct top *t, const struct site_row *rows, size_t n)
+{
+	struct prev_site *v = calloc(n ? n : 1, sizeof(*v));
+
+	for (size_t i = 0; i < t->n_prev; i++)
+		free(t->prev[i].site);
+	free(t->prev);
+	t->prev = v;
+	t->n_prev = 0;
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		v[t->n_prev].site = strdup(rows[i].site);
+		if (v[t->n_prev].site)
+			v[t->n_prev++].alloc = rows[i].alloc;
+	}
+}
+
+static void draw(struct top *t, struct site_row *rows, size_t n, double rate_in_force)
+{
+	struct winsize ws = {0};
+	unsigned long max_rows = t->o->rows;
+	int width = 0;
+	uint64_t samples, live, drops;
+	double el = session_now() - t->s->start_mono;
+	static const char *const sort_names[MEMPROF_N_VIEWS] = {"alloc rate", "live", "promoted",
+								"short"};
+	char a[32], l[32], lo[32], hi[32];
+	const char *nl = t->tty ? "\033[K\r\n" : "\n";
+
+	if (t->tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row > 5) {
+		if (max_rows > (unsigned long)ws.ws_row - 4)
+			max_rows = ws.ws_row - 4;
+		width = ws.ws_col;
+	}
+	session_totals(t->s, &samples, &live, &drops);
+	if (t->tty)
+		fputs("\033[H", stdout);
+	printf("memprof-bpf top: %s, rate %g, %02d:%02d:%02d, %llu samples, %llu live blocks, "
+	       "%llu drops%s",
+	       t->s->procs[0].name, rate_in_force, (int)(el / 3600), (int)(el / 60) % 60,
+	       (int)el % 60, (unsigned long long)samples, (unsigned long long)live,
+	       (unsigned long long)drops, nl);
+	printf("sort: %s   keys: a alloc rate, l live, p promoted, s short, q quit%s",
+	       sort_names[t->sort], nl);
+	printf("%11s  %10s  %-25s  %6s  %6s  %s%s", "ALLOC/s", "LIVE", "[95% interval]", "PROM%",
+	       "SHORT%", "SITE", nl);
+	for (size_t i = 0; i < n && i < max_rows; i++) {
+		const struct site_row *r = &rows[i];
+		double per = r->live_samples > 0 ? r->live / (double)r->live_samples
+			     : rate_in_force > 0 ? 8.0 / rate_in_force
+						 : 0;
+		double ilo, ihi;
+		char line[1024];
+		int len;
+
+		poisson_interval95((double)r->live_samples, &ilo, &ihi);
+		human(a, sizeof(a), r->rate);
+		human(l, sizeof(l), r->live);
+		human(lo, sizeof(lo), ilo * per);
+		human(hi, sizeof(hi), ihi * per);
+		len = snprintf(line, sizeof(line), "%9s/s  %10s  [%10s, %10s]  %6.1f  %6.1f  %s", a,
+			       l, lo, hi, r->alloc > 0 ? 100 * r->promoted / r->alloc : 0.0,
+			       r->alloc > 0 ? 100 * r->short_ / r->alloc : 0.0, r->site);
+		if (width > 0 && len > width)
+			line[width] = '\0';
+		printf("%s%s", line, nl);
+	}
+	if (!n)
+		printf("    (nothing sampled yet)%s", nl);
+	if (t->tty)
+		fputs("\033[J", stdout);
+	else
+		putchar('\n');
+	fflush(stdout);
+}
+
+/* One refresh: symbolize, aggregate by site, rates against the last one. */
+static int refresh(struct top *t)
+{
+	struct traced *p = &t->s->procs[0];
+	const struct proc_maps *maps = symbolizer_maps(p->sym);
+	struct profile_meta meta = {.pid = p->pid, .rate = t->o->rate};
+	struct site_row *rows;
+	struct profile prof;
+	double now = session_now(), dt = now - t->prev_t, rate = t->o->rate;
+	size_t n = 0, k = 0;
+
+	/* New mappings (dlopen): a fresh symbolization cache. */
+	if (!t->dsym || maps->n != t->dsym_regions) {
+		dsym_free(t->dsym);
+		t->dsym = dsym_new(p->sym, t->o->no_dwarf ? DSYM_NO_DWARF : 0);
+		t->dsym_regions = maps->n;
+		if (!t->dsym)
+			return -1;
+	}
+	if (profile_build(&prof, p->tr.stacks, p->tr.aggs, tracer_n_stacks(&p->tr), t->dsym,
+			  &meta)) {
+		profile_free(&prof);
+		return -1;
+	}
+	if (prof.total_samples[MEMPROF_VIEW_ALLOC] > 0 && prof.total_bytes[MEMPROF_VIEW_ALLOC] > 0)
+		rate = 8.0 * (double)prof.total_samples[MEMPROF_VIEW_ALLOC] /
+		       (double)prof.total_bytes[MEMPROF_VIEW_ALLOC];
+	rows = calloc(prof.n_stacks ? prof.n_stacks : 1, sizeof(*rows));
+	if (!rows) {
+		profile_free(&prof);
+		return -1;
+	}
+	for (size_t i = 0; i < prof.n_stacks; i++) {
+		const struct profile_stack *s = &prof.stacks[i];
+
+		rows[n] = (struct site_row){.site = text_report_site(s),
+					    .alloc = (double)s->bytes[MEMPROF_VIEW_ALLOC],
+					    .live = (double)s->bytes[MEMPROF_VIEW_LIVE],
+					    .promoted = (double)s->bytes[MEMPROF_VIEW_PROMOTED],
+					    .short_ = (double)s->bytes[MEMPROF_VIEW_SHORT],
+					    .live_samples = s->samples[MEMPROF_VIEW_LIVE],
+					    .alloc_samples = s->samples[MEMPROF_VIEW_ALLOC]};
+		n++;
+	}
+	if (n)
+		qsort(rows, n, sizeof(*rows), row_by_site);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !strcmp(rows[k - 1].site, rows[i].site)) {
+			rows[k - 1].alloc += rows[i].alloc;
+			rows[k - 1].live += rows[i].live;
+			rows[k - 1].promoted += rows[i].promoted;
+			rows[k - 1].short_ += rows[i].short_;
+			rows[k - 1].live_samples += rows[i].live_samples;
+			rows[k - 1].alloc_samples += rows[i].alloc_samples;
+			continue;
+		}
+		rows[k++] = rows[i];
+	}
+	n = k;
+	for (size_t i = 0; i < n; i++) {
+		const struct prev_site *ps =
+		    bsearch(rows[i].site, t->prev, t->n_prev, sizeof(*t->prev), prev_cmp);
+		double before = ps ? ps->alloc : 0;
+
+		rows[i].rate = dt > 0 ? (rows[i].alloc - before) / dt : 0;
+		if (rows[i].rate < 0)
+			rows[i].rate = 0;
+	}
+	keep_prev(t, rows, n);
+	t->prev_t = now;
+	sort_view = t->sort;
+	if (n)
+		qsort(rows, n, sizeof(*rows), row_by_key);
+	draw(t, rows, n, rate);
+	free(rows);
+	profile_free(&prof);
+	return 0;
+}
+
+/* Wait up to ms for a key; returns it, 0 for none. */
+static int read_key(const struct top *t, int ms)
+{
+	struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+	unsigned char c;
+
+	if (!t->tty) {
+		struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+
+		nanosleep(&pause, NULL);
+		return 0;
+	}
+	if (poll(&pfd, 1, ms) <= 0 || read(STDIN_FILENO, &c, 1) != 1)
+		return 0;
+	return c;
+}
+
+static int parse(int argc, char **argv, struct attach_opts *o)
+{
+	int c;
+
+	attach_opts_init(o);
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+		int rc;
+
+		if (c == 'h') {
+			usage(stdout);
+			exit(EXIT_OK);
+		}
+		if (c == '?' || c == ':')
+			return cli_getopt_error(c, argv, long_opts);
+		rc = attach_opts_set(o, c, optarg);
+		if (rc < 0)
+			return EXIT_USAGE;
+		if (rc > 0)
+			return cli_getopt_error('?', argv, long_opts);
+	}
+	if (optind >= argc)
+		return cli_die(EXIT_USAGE, "top needs a PID (see memprof-bpf top --help)");
+	if (argc - optind > 1)
+		return cli_die(EXIT_USAGE, "top takes one PID ('%s' is one too many)",
+			       argv[optind + 1]);
+	return attach_opts_pids(o, argc, argv, 1) ? EXIT_USAGE : EXIT_OK;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct output_request r = {0};
+	struct attach_opts o;
+	struct session s;
+	struct top t = {0};
+	double end, next_refresh;
+	int code = parse(argc, argv, &o), quit = 0;
+
+	if (code)
+		return code;
+	session_signals();
+	code = session_start(&s, &o);
+	if (code)
+		return code;
+	t.s = &s;
+	t.o = &o;
+	t.sort = o.sort;
+	t.prev_t = s.start_mono;
+	t.tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+	if (t.tty && !tcgetattr(STDIN_FILENO, &t.saved)) {
+		struct termios raw = t.saved;
+
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 0;
+		raw.c_cc[VTIME] = 0;
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+		fputs("\033[?1049h\033[H\033[2J", stdout); /* the alternate screen */
+	} else {
+		t.tty = 0;
+	}
+	end = o.seconds > 0 ? s.start_mono + o.seconds : 0;
+	next_refresh = s.start_mono + REFRESH_S;
+	for (unsigned poll = 1; !session_stop_requested && !quit; poll++) {
+		int key = read_key(&t, SESSION_POLL_MS), v;
+		double now;
+
+		if (key == 'q' || key == 'Q' || key == 3)
+			break;
+		v = key == 'a'	 ? MEMPROF_VIEW_ALLOC
+		    : key == 'l' ? MEMPROF_VIEW_LIVE
+		    : key == 'p' ? MEMPROF_VIEW_PROMOTED
+		    : key == 's' ? MEMPROF_VIEW_SHORT
+				 : -1;
+		if (v >= 0 && v != t.sort) {
+			t.sort = v;
+			next_refresh = 0; /* redraw now */
+		}
+		if (!session_poll(&s, poll))
+			quit = 1;
+		now = session_now();
+		if (now >= next_refresh || quit) {
+			if (refresh(&t)) {
+				code = cli_die(EXIT_FAILED, "out of memory");
+				break;
+			}
+			next_refresh = now + REFRESH_S;
+		}
+		if (end && now >= end)
+			break;
+	}
+	if (t.tty) {
+		fputs("\033[?1049l", stdout);
+		fflush(stdout);
+		tcsetattr(STDIN_FILENO, TCSANOW, &t.saved);
+	}
+	session_detach(&s);
+	if (!code && o.n_out) {
+		r.n_paths = o.n_out;
+		r.format = o.format;
+		memcpy(r.paths, o.out_paths, sizeof(r.paths));
+		code = session_write(&s, &r);
+	}
+	if (o.verbose)
+		session_report(&s);
+	dsym_free(t.dsym);
+	for (size_t i = 0; i < t.n_prev; i++)
+		free(t.prev[i].site);
+	free(t.prev);
+	session_free(&s);
+	return code;
+}

@@ -1,0 +1,763 @@
+/* The tracing session of attach and top (session.h). */
+#include "session.h"
+
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "environ_check.h"
+#include "folded.h"
+#include "inject.h"
+
+/* The target's mappings are re-read every poll. */
+#define MAPS_REFRESH_POLLS 1
+/* How often the block map is copied (live blocks and their ages). */
+#define BLOCKS_READ_POLLS 5
+#define ERR_LEN 512
+
+volatile sig_atomic_t session_stop_requested;
+static int libbpf_verbose;
+
+/* ---- Options ---- */
+
+void attach_opts_init(struct attach_opts *o)
+{
+	*o = (struct attach_opts){.view = MEMPROF_VIEW_ALLOC,
+				  .rate = MEMPROF_PROBE_DEFAULT_RATE,
+				  .format = FMT_AUTO,
+				  .rows = 20,
+				  .sort = MEMPROF_VIEW_LIVE};
+}
+
+int attach_opts_set(struct attach_opts *o, int c, const char *arg)
+{
+	unsigned long n;
+	char *end;
+	int v;
+
+	switch (c) {
+	case 'd':
+		return cli_parse_seconds(arg, &o->seconds);
+	case 'o':
+		if (o->n_out == OUTPUT_MAX_FILES)
+			return cli_die(EXIT_USAGE, "at most %d -o files", OUTPUT_MAX_FILES), -1;
+		o->out_paths[o->n_out++] = arg;
+		return 0;
+	case 'v':
+		o->verbose = 1;
+		return 0;
+	case 'n':
+		return cli_parse_count(arg, "row count", 10000, &o->rows);
+	case OPT_FORMAT:
+		v = output_format_parse(arg);
+		if (v < 0)
+			return cli_die(EXIT_USAGE, "unknown format '%s' (folded, pprof, svg, text)",
+				       arg),
+			       -1;
+		o->format = v;
+		return 0;
+	case OPT_ALL_VIEWS:
+		o->all_views_dir = arg;
+		return 0;
+	case OPT_VIEW:
+	case OPT_SORT:
+		v = memprof_view_parse(arg);
+		if (v < 0)
+			return cli_die(EXIT_USAGE,
+				       "unknown view '%s' (alloc, live, promoted, short)", arg),
+			       -1;
+		if (c == OPT_VIEW)
+			o->view = v;
+		else
+			o->sort = v;
+		return 0;
+	case OPT_RATE:
+		errno = 0;
+		o->rate = strtod(arg, &end);
+		if (errno || *end || end == arg || !(o->rate > 0 && o->rate <= 1))
+			return cli_die(EXIT_USAGE, "bad rate '%s' (a rate per word, in (0, 1])",
+				       arg),
+			       -1;
+		return 0;
+	case OPT_MAX_BLOCKS:
+		if (cli_parse_count(arg, "block count", UINT32_MAX, &n))
+			return -1;
+		o->max_blocks = (uint32_t)n;
+		return 0;
+	case OPT_MAX_STACKS:
+		if (cli_parse_count(arg, "stack count", 1u << 24, &n))
+			return -1;
+		if (n < 2)
+			return cli_die(EXIT_USAGE, "bad stack count '%s' (2 to %u)", arg, 1u << 24),
+			       -1;
+		o->max_stacks = (uint32_t)n;
+		return 0;
+	case OPT_NO_DWARF:
+		o->no_dwarf = 1;
+		return 0;
+	case OPT_NO_INJECT:
+		o->no_inject = 1;
+		return 0;
+	case OPT_PRELOAD:
+		o->preload = arg;
+		return 0;
+	case OPT_EVERY:
+		if (cli_parse_seconds(arg, &o->every))
+			return -1;
+		if (o->every < 0.1)
+			return cli_die(EXIT_USAGE, "bad interval '%s' (at least 0.1 seconds)", arg),
+			       -1;
+		return 0;
+	case OPT_SNAPSHOT_DIR:
+		o->snapshot_dir = arg;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int max)
+{
+	for (int i = optind; i < argc; i++) {
+		pid_t pid;
+
+		if (cli_parse_pid(argv[i], &pid))
+			return -1;
+		for (int k = 0; k < o->n_pids; k++)
+			if (o->pids[k] == pid)
+				return cli_die(EXIT_USAGE, "pid %d given twice", (int)pid), -1;
+		if (o->n_pids == max)
+			return cli_die(EXIT_USAGE, "at most %d pids", max), -1;
+		o->pids[o->n_pids++] = pid;
+	}
+	return 0;
+}
+
+/* ---- Signals, clocks, notes ---- */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	session_stop_requested = 1;
+}
+
+void session_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+double session_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	return libbpf_verbose ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+void session_progress_clear(struct session *s)
+{
+	if (s->progress_len) {
+		fputs("\r\033[K", stderr);
+		s->progress_len = 0;
+	}
+}
+
+void session_note(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	session_progress_clear(s);
+	fputs("memprof-bpf: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static uint64_t drops_of(const struct tracer *tr)
+{
+	return tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL) +
+	       tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL) +
+	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH) +
+	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ) +
+	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE);
+}
+
+void session_totals(const struct session *s, uint64_t *samples, uint64_t *live, uint64_t *drops)
+{
+	*samples = *live = *drops = 0;
+	for (int i = 0; i < s->n; i++) {
+		const struct tracer *tr = &s->procs[i].tr;
+
+		*samples += tracer_counter(tr, MEMPROF_CNT_SAMPLES);
+		*live += tr->n_blocks;
+		*drops += drops_of(tr);
+	}
+}
+
+void session_progress(struct session *s)
+{
+	uint64_t samples, live, drops;
+	double t = session_now() - s->start_mono;
+	int n;
+
+	if (!s->progress)
+		return;
+	session_totals(s, &samples, &live, &drops);
+	n = fprintf(stderr,
+		    "\rmemprof-bpf: %02d:%02d:%02d elapsed, %" PRIu64 " samples, %" PRIu64
+		    " live blocks, %" PRIu64 " drops\033[K",
+		    (int)(t / 3600), (int)(t / 60) % 60, (int)t % 60, samples, live, drops);
+	fflush(stderr);
+	s->progress_len = n > 0 ? n : 1;
+}
+
+/* ---- Attach ---- */
+
+/* Write the requested rate, after checking the control block's magic. */
+static int request_rate(const struct attach_opts *o, const struct target *t)
+{
+	struct memprof_probe_control ctl;
+	pid_t pid = t->pid;
+	int rc;
+
+	if (!t->control_addr) {
+		fprintf(stderr,
+			"memprof-bpf: note: no %s symbol in process %d: its rate cannot be set\n",
+			MEMPROF_PROBE_CONTROL_SYMBOL, (int)pid);
+		return EXIT_OK;
+	}
+	rc = control_read(pid, t->control_addr, &ctl);
+	if (rc)
+		return cli_die(rc == -EPERM ? EXIT_DENIED : EXIT_TARGET,
+			       "cannot read the control block of process %d: %s", (int)pid,
+			       strerror(-rc));
+	if (ctl.magic != MEMPROF_PROBE_CONTROL_MAGIC)
+		return cli_die(EXIT_TARGET, "process %d: %s has a bad magic (corrupt or foreign)",
+			       (int)pid, MEMPROF_PROBE_CONTROL_SYMBOL);
+	if (ctl.abi_version != MEMPROF_PROBE_ABI_VERSION)
+		return cli_die(EXIT_TARGET,
+			       "process %d: probe ABI version %u, this tracer knows %u", (int)pid,
+			       ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
+	rc = control_write_rate(pid, t->control_addr, o->rate);
+	if (rc)
+		return cli_die(EXIT_TARGET, "cannot write the requested rate into process %d: %s",
+			       (int)pid, strerror(-rc));
+	return EXIT_OK;
+}
+
+/* Once the host has picked up the attach: say what rate is in force. */
+static int report_rate(struct session *s, const struct traced *p)
+{
+	struct memprof_probe_control ctl;
+
+	if (!p->t.control_addr || control_read(p->pid, p->t.control_addr, &ctl) || !ctl.active_rate)
+		return 0;
+	if (ctl.flags & MEMPROF_PROBE_F_IN_PROCESS)
+		session_note(s,
+			     "note: an in-process profile is sampling at rate %g; you observe its "
+			     "samples at that rate",
+			     ctl.active_rate);
+	else if (ctl.active_rate != s->o->rate)
+		session_note(s,
+			     "note: the target samples at rate %g, not the %g asked (another "
+			     "tracer asked first); estimates use the rate in force",
+			     ctl.active_rate, s->o->rate);
+	else if (s->o->verbose)
+		session_note(s, "target sampling at rate %g", ctl.active_rate);
+	return 1;
+}
+
+/*
+ * Is a sample semaphore down although this tracer is attached?  The kernel
+ * keeps one count per probe and process, not one per tracer: when another
+ * tracer of the same process detaches, it lowers the semaphore under us.
+ * Attaching again would not help: the kernel still holds this tracer's
+ * breakpoint, so it would not raise the semaphore, and unregistering with
+ * the semaphore at zero makes it leak the uprobe.
+ */
+/*
+ * The host stopped following blocks it had sampled for us while they were
+ * alive (MEMPROF_PROBE_F_FORGOT): no dealloc will come for them.
+ */
+static int host_forgot_blocks(const struct traced *p)
+{
+	struct memprof_probe_control ctl;
+
+	return p->t.control_addr && !control_read(p->pid, p->t.control_addr, &ctl) &&
+	       (ctl.flags & MEMPROF_PROBE_F_FORGOT);
+}
+
+static int semaphore_lost(const struct target *t)
+{
+	for (size_t i = 0; i < t->n_files; i++) {
+		unsigned short v;
+
+		if (t->files[i].sample_semaphore &&
+		    !semaphore_read(t->pid, t->files[i].sample_semaphore, &v) && v == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void refresh_maps(pid_t pid, struct symbolizer *sym)
+{
+	struct proc_maps maps;
+
+	if (proc_maps_read(pid, &maps))
+		return;
+	/* A process that exited meanwhile shows no mappings: keep the last ones. */
+	if (maps.n)
+		symbolizer_set_maps(sym, &maps);
+	else
+		proc_maps_free(&maps);
+}
+
+/* Statuses of scan_or_inject beyond target_scan's. */
+enum { TARGET_INJECT_FAILED = 100, TARGET_INJECT_DENIED };
+
+/*
+ * The malloc host to inject: --preload, or libmemprof-preload.so next to
+ * this program, or in ../lib (where an installation puts it).  out:
+ * PATH_MAX bytes.
+ */
+static int preload_path(const struct attach_opts *o, char *out, char *err, size_t errlen)
+{
+	char self[PATH_MAX], dir[PATH_MAX];
+	const char *candidates[] = {"%s/libmemprof-preload.so", "%s/../lib/libmemprof-preload.so"};
+
+	if (o->preload) {
+		if (!realpath(o->preload, out)) {
+			snprintf(err, errlen, "--preload %.300s: %s", o->preload, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		snprintf(err, errlen, "cannot find this program's path: %s", strerror(errno));
+		return -1;
+	}
+	self[n] = 0;
+	snprintf(dir, sizeof(dir), "%s", self);
+	*strrchr(dir, '/') = 0;
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		char path[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), candidates[i], dir);
+		if (realpath(path, out) && !access(out, R_OK))
+			return 0;
+	}
+	snprintf(
+	    err, errlen,
+	    "no libmemprof-preload.so next to %.300s or in ../lib to inject; give --preload LIB",
+	    self);
+	return -1;
+}
+
+/*
+ * Find the probes; a process without them gets the malloc host loaded into
+ * it (unless --no-inject), and is scanned again.  A process that has them
+ * (preloaded, a memprof runtime, injected before) is never injected.
+ */
+static int scan_or_inject(const struct attach_opts *o, struct traced *p, char *err, size_t errlen)
+{
+	enum target_status st = target_scan(p->pid, p->sym, &p->t, err, errlen);
+	struct inject_result res;
+	char lib[PATH_MAX];
+
+	if (st != TARGET_NO_PROBES || o->no_inject) {
+		if (st == TARGET_NO_PROBES)
+			strncat(err, "; --no-inject: not loading the malloc host",
+				errlen - strlen(err) - 1);
+		return st;
+	}
+	target_free(&p->t);
+	if (preload_path(o, lib, err, errlen))
+		return TARGET_INJECT_FAILED;
+	switch (inject_library(p->pid, lib, &res, err, errlen)) {
+	case INJECT_OK:
+		break;
+	case INJECT_DENIED:
+		return TARGET_INJECT_DENIED;
+	default:
+		return TARGET_INJECT_FAILED;
+	}
+	fprintf(
+	    stderr,
+	    "memprof-bpf: note: process %d had no memprof probes: loaded %s into it (its thread "
+	    "%d paused %.2f ms); it stays loaded after detach\n",
+	    (int)p->pid, lib, (int)res.tid, res.pause_ms);
+	if (o->verbose)
+		fprintf(stderr, "memprof-bpf: injection: %u interruption(s), %.2f ms in all\n",
+			res.attempts, res.total_ms);
+	st = target_scan(p->pid, p->sym, &p->t, err, errlen);
+	if (st == TARGET_NO_PROBES)
+		snprintf(err, errlen, "process %d: %.300s was loaded but shows no memprof probes",
+			 (int)p->pid, lib);
+	return st;
+}
+
+static int attach_one(struct session *s, struct traced *p)
+{
+	char err[ERR_LEN];
+	int code;
+
+	if (kill(p->pid, 0) && errno == ESRCH)
+		return cli_die(EXIT_TARGET, "no process with pid %d", (int)p->pid);
+	p->sym = symbolizer_new();
+	if (!p->sym)
+		return cli_die(EXIT_FAILED, "out of memory");
+	switch (scan_or_inject(s->o, p, err, sizeof(err))) {
+	case TARGET_OK:
+		break;
+	case TARGET_INJECT_FAILED:
+		return cli_die(EXIT_TARGET, "%s", err);
+	case TARGET_INJECT_DENIED:
+	case TARGET_NO_ACCESS:
+		return cli_die(EXIT_DENIED, "%s", err);
+	case TARGET_ERROR:
+		return cli_die(EXIT_FAILED, "%s", err);
+	default:
+		return cli_die(EXIT_TARGET, "%s", err);
+	}
+	profile_process_name(p->pid, p->name, sizeof(p->name));
+	code = request_rate(s->o, &p->t);
+	if (code)
+		return code;
+	p->opened = 1;
+	switch (tracer_open(&p->tr, p->pid, s->o->max_blocks, s->o->max_stacks, err, sizeof(err))) {
+	case TRACER_OK:
+		break;
+	case TRACER_DENIED:
+		return cli_die(EXIT_DENIED, "%s", err);
+	default:
+		return cli_die(EXIT_FAILED, "%s", err);
+	}
+	if (tracer_attach(&p->tr, &p->t, err, sizeof(err)) != TRACER_OK)
+		return cli_die(proc_exited(p->pid) ? EXIT_TARGET : EXIT_FAILED, "%s", err);
+	if (s->o->verbose)
+		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
+			p->t.n_files, (int)p->pid);
+	return EXIT_OK;
+}
+
+int session_start(struct session *s, const struct attach_opts *o)
+{
+	char err[ERR_LEN];
+	int code = EXIT_OK;
+
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	libbpf_verbose = o->verbose;
+	libbpf_set_print(libbpf_log);
+	/* A pid that does not exist is the first thing to say. */
+	for (int i = 0; i < o->n_pids; i++)
+		if (kill(o->pids[i], 0) && errno == ESRCH)
+			return cli_die(EXIT_TARGET, "no process with pid %d", (int)o->pids[i]);
+	if (environ_check_privileges(err, sizeof(err)) || environ_check_kernel(err, sizeof(err)))
+		return cli_die(EXIT_DENIED, "%s", err);
+	for (int i = 0; i < o->n_pids && !code; i++) {
+		s->procs[i].pid = o->pids[i];
+		s->n = i + 1;
+		code = attach_one(s, &s->procs[i]);
+	}
+	if (code) {
+		session_detach(s);
+		session_free(s);
+		return code;
+	}
+	clock_gettime(CLOCK_REALTIME, &s->start);
+	s->start_mono = session_now();
+	return EXIT_OK;
+}
+
+int session_poll(struct session *s, unsigned poll)
+{
+	int alive = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+
+		if (p->exited)
+			continue;
+		if (proc_exited(p->pid)) {
+			p->exited = 1;
+			if (s->n > 1)
+				session_note(s, "note: process %d exited; its profile is kept",
+					     (int)p->pid);
+			continue;
+		}
+		alive++;
+		if (!p->rate_reported)
+			p->rate_reported = report_rate(s, p);
+		if (!p->lost_noted && semaphore_lost(&p->t) && !proc_exited(p->pid)) {
+			p->lost_noted = 1;
+			session_note(
+			    s,
+			    "note: process %d's memprof sample semaphore dropped while this "
+			    "tracer was attached (another tracer of it detached?): it "
+			    "stopped sampling; the output covers the time before",
+			    (int)p->pid);
+		}
+		if (!p->forgot_noted && host_forgot_blocks(p)) {
+			p->forgot_noted = 1;
+			session_note(
+			    s,
+			    "note: process %d stopped following blocks it had sampled for "
+			    "this tracer while they were alive (an in-process profile took "
+			    "over or stopped): no death will be seen for them, so the live "
+			    "view counts them as still alive",
+			    (int)p->pid);
+		}
+		if (poll % BLOCKS_READ_POLLS == 0 && tracer_read_blocks(&p->tr) && s->o->verbose)
+			session_note(s, "cannot read the block map: %s", strerror(errno));
+		if (poll % MAPS_REFRESH_POLLS == 0)
+			refresh_maps(p->pid, p->sym);
+	}
+	return alive;
+}
+
+void session_detach(struct session *s)
+{
+	session_progress_clear(s);
+	if (s->detached)
+		return;
+	s->detached = 1;
+	for (int i = 0; i < s->n; i++)
+		if (s->procs[i].opened)
+			tracer_detach(&s->procs[i].tr); /* its semaphores drop: it stops sampling */
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+
+		if (!p->opened || !p->tr.skel)
+			continue;
+		if (s->n == 1 && (p->exited || proc_exited(p->pid)))
+			fprintf(
+			    stderr,
+			    "memprof-bpf: note: process %d exited; writing what was collected\n",
+			    (int)p->pid);
+		tracer_read_blocks(&p->tr);
+	}
+}
+
+static void sources_of(const struct session *s, struct output_source *src,
+		       const struct memprof_stack_agg *const *aggs)
+{
+	for (int i = 0; i < s->n; i++) {
+		const struct traced *p = &s->procs[i];
+
+		src[i] = (struct output_source){.pid = p->pid,
+						.name = p->name,
+						.stacks = p->tr.stacks,
+						.aggs = aggs ? aggs[i] : p->tr.aggs,
+						.n = tracer_n_stacks(&p->tr),
+						.sym = p->sym};
+	}
+}
+
+static void fill_meta(const struct session *s, struct output_request *r,
+		      const struct timespec *from)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	r->dsym_flags = s->o->no_dwarf ? DSYM_NO_DWARF : 0;
+	r->meta = (struct profile_meta){.pid = s->procs[0].pid,
+					.rate = s->o->rate,
+					.view = s->o->view,
+					.verbose = s->o->verbose};
+	r->meta.time_ns = (int64_t)from->tv_sec * 1000000000 + from->tv_nsec;
+	r->meta.duration_ns = ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec) - r->meta.time_ns;
+}
+
+int session_write(struct session *s, struct output_request *r)
+{
+	struct output_source src[SESSION_MAX_PIDS];
+
+	fill_meta(s, r, &s->start);
+	sources_of(s, src, NULL);
+	return output_write_sources(r, src, (size_t)s->n);
+}
+
+static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt"};
+
+int session_snapshot(struct session *s, const struct timespec *from)
+{
+	const struct memprof_stack_agg *deltas[SESSION_MAX_PIDS];
+	struct memprof_stack_agg *owned[SESSION_MAX_PIDS] = {0};
+	struct output_source src[SESSION_MAX_PIDS];
+	struct output_request r = {.n_paths = 1, .format = s->o->format};
+	char name[64], path[PATH_MAX], tmp[PATH_MAX];
+	enum output_format fmt = s->o->format == FMT_AUTO ? FMT_FOLDED : s->o->format;
+	struct timespec now;
+	struct tm tm;
+	int code = EXIT_OK;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(name, sizeof(name), "%Y%m%dT%H%M%S", &tm);
+	snprintf(path, sizeof(path), "%s/%s.%03ldZ%s", s->o->snapshot_dir, name,
+		 now.tv_nsec / 1000000, format_ext[fmt]);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.%03ldZ.tmp", s->o->snapshot_dir, name,
+		 now.tv_nsec / 1000000);
+	/*
+	 * alloc, promoted and short over the interval (the kernel's counts
+	 * minus those at the last snapshot), live as it is now.
+	 */
+	for (int i = 0; i < s->n && !code; i++) {
+		struct traced *p = &s->procs[i];
+		uint32_t n = tracer_n_stacks(&p->tr);
+		struct memprof_stack_agg *cur = malloc((n ? n : 1) * sizeof(*cur));
+
+		if (!p->snap_prev)
+			p->snap_prev = calloc(MEMPROF_MAX_STACKS, sizeof(*p->snap_prev));
+		owned[i] = cur;
+		if (!cur || !p->snap_prev) {
+			code = cli_die(EXIT_FAILED, "out of memory");
+			break;
+		}
+		memcpy(cur, p->tr.aggs, n * sizeof(*cur));
+		for (uint32_t k = 0; k < n; k++) {
+			struct memprof_stack_agg d = cur[k];
+
+			for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+				if (v == MEMPROF_VIEW_LIVE)
+					continue;
+				d.samples[v] -= p->snap_prev[k].samples[v];
+				d.bytes[v] -= p->snap_prev[k].bytes[v];
+				d.objects_q16[v] -= p->snap_prev[k].objects_q16[v];
+			}
+			p->snap_prev[k] = cur[k];
+			cur[k] = d;
+		}
+		deltas[i] = cur;
+	}
+	if (!code) {
+		r.paths[0] = tmp;
+		r.format = fmt;
+		fill_meta(s, &r, from);
+		r.meta.verbose = 0;
+		sources_of(s, src, deltas);
+		code = output_write_sources(&r, src, (size_t)s->n);
+		if (!code && rename(tmp, path))
+			code = cli_die(EXIT_FAILED, "cannot write %s: %s", path, strerror(errno));
+		if (code)
+			unlink(tmp);
+	}
+	for (int i = 0; i < s->n; i++)
+		free(owned[i]);
+	return code;
+}
+
+static void report_one(const struct session *s, const struct traced *p)
+{
+	const struct tracer *tr = &p->tr;
+	uint64_t drops[] = {
+	    tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
+	};
+	uint64_t dropped = drops_of(tr);
+	uint64_t orphans = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
+			   tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
+	uint64_t oldest_ns = 0, now;
+	struct timespec ts;
+	char who[32] = "";
+
+	if (s->n > 1)
+		snprintf(who, sizeof(who), " pid %d", (int)p->pid);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	for (size_t i = 0; i < tr->n_blocks; i++)
+		if (now > tr->blocks[i].b.alloc_ns && now - tr->blocks[i].b.alloc_ns > oldest_ns)
+			oldest_ns = now - tr->blocks[i].b.alloc_ns;
+	fprintf(stderr,
+		"memprof-bpf: stats:%s samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
+		" event_batches %" PRIu64 " gcs %" PRIu64 " orphan_ids %" PRIu64
+		" double_promotes %" PRIu64 " duplicate_ids %" PRIu64 " dropped %" PRIu64
+		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64
+		" cut_stacks %" PRIu64 " inner_stacks %" PRIu64 "\n",
+		who, tracer_counter(tr, MEMPROF_CNT_SAMPLES),
+		tracer_counter(tr, MEMPROF_CNT_PROMOTES), tracer_counter(tr, MEMPROF_CNT_DEALLOCS),
+		tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES), tracer_counter(tr, MEMPROF_CNT_GCS),
+		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
+		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
+		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS),
+		tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
+		tracer_counter(tr, MEMPROF_CNT_INNER_STACKS));
+	if (dropped)
+		fprintf(stderr,
+			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
+			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
+			", stack unreadable %" PRIu64 ", stack hash collision %" PRIu64 "\n",
+			drops[0], drops[1], drops[2], drops[3], drops[4]);
+	if (orphans)
+		fprintf(stderr,
+			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks this "
+			"tracer never saw sampled (sampled before it attached, for another tracer "
+			"or an in-process profile)\n",
+			orphans);
+	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
+		fprintf(stderr,
+			"memprof-bpf: note:%s %" PRIu64
+			" samples had stacks deeper than %d frames: "
+			"cut to their innermost %d, under a [stack-cut] root\n",
+			who, tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH,
+			MEMPROF_STACK_DEPTH);
+	if (tracer_counter(tr, MEMPROF_CNT_INNER_STACKS))
+		fprintf(stderr,
+			"memprof-bpf: note:%s the stack table (%u stacks) was full: %" PRIu64
+			" samples kept only their innermost %d frames, under a [stack-table-full] "
+			"root (--max-stacks raises it)\n",
+			who, tr->max_stacks, tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
+			MEMPROF_INNER_DEPTH);
+	if (tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS))
+		fprintf(stderr,
+			"memprof-bpf: note:%s %" PRIu64
+			" promote/dealloc events were unreadable or "
+			"malformed\n",
+			who, tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS));
+}
+
+void session_report(const struct session *s)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->procs[i].tr.skel)
+			report_one(s, &s->procs[i]);
+}
+
+void session_free(struct session *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+
+		if (p->opened)
+			tracer_close(&p->tr);
+		target_free(&p->t);
+		if (p->sym)
+			symbolizer_free(p->sym);
+		free(p->snap_prev);
+	}
+	s->n = 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * A tracing session: one or more processes attached at once (each with its
+ * own BPF object, links and symbolizer), polled together, detached
+ * together, and written as one profile.  Used by attach and top.
+ */
+#ifndef MEMPROF_SESSION_H
+#define MEMPROF_SESSION_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "cli.h"
+#include "output.h"
+#include "target.h"
+#include "tracer.h"
+
+#define SESSION_MAX_PIDS 16
+
+/* The options of attach and top (each command takes the ones it lists). */
+struct attach_opts {
+	pid_t pids[SESSION_MAX_PIDS];
+	int n_pids;
+	double seconds;				 /* 0: until the targets exit or a signal */
+	const char *out_paths[OUTPUT_MAX_FILES]; /* -o, repeatable */
+	int n_out;
+	const char *all_views_dir;
+	enum memprof_view view;
+	double rate;
+	uint32_t max_blocks; /* 0: the default size of the block map */
+	uint32_t max_stacks; /* 0: the default size of the stack table */
+	enum output_format format;
+	int no_dwarf;
+	int no_inject;	     /* refuse a process without probes instead of injecting */
+	const char *preload; /* library to inject, NULL: found next to the loader */
+	int verbose;
+	double every; /* --every SECONDS: snapshots into snapshot_dir */
+	const char *snapshot_dir;
+	/* top */
+	unsigned long rows;
+	int sort; /* enum memprof_view */
+};
+
+void attach_opts_init(struct attach_opts *o);
+/*
+ * One option of attach or top (getopt_long's c and optarg).  0 when
+ * handled, -1 after printing the one-line message, 1 when c is not one of
+ * the shared options.
+ */
+int attach_opts_set(struct attach_opts *o, int c, const char *arg);
+/* The operands: PIDs.  0, or -1 after a message. */
+int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int max);
+
+struct traced {
+	pid_t pid;
+	char name[64]; /* "comm (pid)" */
+	struct symbolizer *sym;
+	struct target t;
+	struct tracer tr;
+	int opened, exited, rate_reported, lost_noted, forgot_noted;
+	struct memprof_stack_agg *snap_prev; /* --every: aggregates at the last snapshot */
+};
+
+struct session {
+	const struct attach_opts *o;
+	struct traced procs[SESSION_MAX_PIDS];
+	int n;
+	struct timespec start; /* CLOCK_REALTIME at attach */
+	double start_mono;
+	int progress;	  /* a status line is shown on stderr (a terminal) */
+	int progress_len; /* characters of the status line on screen */
+	int detached;
+};
+
+/* Set by SIGINT/SIGTERM once session_signals() installed the handlers. */
+extern volatile sig_atomic_t session_stop_requested;
+void session_signals(void);
+
+/*
+ * Check the machine, scan and attach every process of o.  An exit code:
+ * EXIT_OK, or the code of the first failure (one line printed; what was
+ * attached is detached again).
+ */
+int session_start(struct session *s, const struct attach_opts *o);
+/*
+ * One poll (every SESSION_POLL_MS): targets alive, rate notes, semaphores,
+ * mappings, the block maps every few polls.  Returns how many targets are
+ * still alive (notes the ones that exited).
+ */
+#define SESSION_POLL_MS 100
+int session_poll(struct session *s, unsigned poll);
+/* Detach every process and read the block maps a last time. */
+void session_detach(struct session *s);
+/* Write what the session collected as r asks (r->meta filled here). */
+int session_write(struct session *s, struct output_request *r);
+/* The "memprof-bpf: stats:" line(s) and the notes on drops. */
+void session_report(const struct session *s);
+void session_free(struct session *s);
+
+/* Totals over the processes: samples, live blocks, drops. */
+void session_totals(const struct session *s, uint64_t *samples, uint64_t *live, uint64_t *drops);
+
+/* A note on stderr (clears the status line first). */
+void session_note(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The status line (only on a terminal), and its removal. */
+void session_progress(struct session *s);
+void session_progress_clear(struct session *s);
+
+/* --every: write the snapshot of the interval since the last one. */
+int session_snapshot(struct session *s, const struct timespec *from);
+
+double session_now(void); /* CLOCK_MONOTONIC seconds */
+
+#endif
