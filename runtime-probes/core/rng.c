@@ -126,12 +126,24 @@ size_t rng_geometric(const struct rate *r)
 	return 1 + (size_t)x;
 }
 
+/* Above this many expected samples a binomial count is drawn from its normal
+ * approximation: counting gaps would take that many draws (a 1 GiB block
+ * at 1/8 per byte, 2^27). */
+#define RNG_BINOMIAL_NORMAL_MEAN 1024.0
+
 size_t rng_binomial(const struct rate *r, size_t words)
 {
 	if (r->lambda <= 0 || words == 0)
 		return 0;
 	if (r->lambda >= 1)
 		return words;
+	double mean = (double)words * r->lambda;
+	if (mean > RNG_BINOMIAL_NORMAL_MEAN) {
+		/* Box-Muller; mean and variance exact, the rounding symmetric. */
+		double z = sqrt(-2 * log(rng_uniform())) * cos(2 * M_PI * rng_uniform());
+		double x = floor(mean + z * sqrt(mean * (1 - r->lambda)) + 0.5);
+		return x <= 0 ? 0 : x >= (double)words ? words : (size_t)x;
+	}
 	size_t n = 0;
 	for (size_t pos = rng_geometric(r); pos <= words; pos += rng_geometric(r))
 		n++;

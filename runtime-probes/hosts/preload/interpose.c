@@ -6,8 +6,10 @@
  *               while it stays positive that is all (one subtraction and
  *               one branch).  Otherwise the sampler decides how many sample
  *               points the block spans, and a sampled block is tracked.
- *   free:       one compare for the bootstrap arena, one filter load; only
- *               a nonzero filter counter (a sampled block, or a collision)
+ *   free:       one load of the free gate (preload.h): zero while no
+ *               sampled or arena block lives, the detached case.  Else one
+ *               compare for the bootstrap arena, one filter load; only a
+ *               nonzero filter counter (a sampled block, or a collision)
  *               looks the block up.
  *   realloc:    for tracking, a free of the old block and an allocation of
  *               the new one.
@@ -108,18 +110,24 @@ PRELOAD_EXPORT void *calloc(size_t n, size_t size)
 	return alloc(ALLOC_CALLOC, bytes, 0);
 }
 
-static __attribute__((noinline)) void free_slow(struct preload_thread *t, void *p)
+/* The free gate is up: p may be an arena block or a sampled one. */
+static __attribute__((noinline)) void free_checked(void *p)
 {
-	sampler_block_freed(t, p);
+	if (!p)
+		return;
+	if (bootstrap_owns(p)) {
+		bootstrap_release(p);
+		return;
+	}
+	if (sampled_blocks_may_contain(p))
+		sampler_block_freed(&preload_self, p);
 	next.free(p);
 }
 
 PRELOAD_EXPORT void free(void *p)
 {
-	if (!p || bootstrap_owns(p))
-		return;
-	if (PRELOAD_UNLIKELY(sampled_blocks_may_contain(p))) {
-		free_slow(&preload_self, p);
+	if (PRELOAD_UNLIKELY(atomic_load_explicit(&preload_free_gate, memory_order_relaxed))) {
+		free_checked(p);
 		return;
 	}
 	next.free(p);
@@ -134,8 +142,10 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 	if (bootstrap_owns(p)) {
 		size_t old = bootstrap_block_size(p);
 		void *q = alloc(ALLOC_MALLOC, size, 0);
-		if (q)
+		if (q) {
 			memcpy(q, p, old < size ? old : size);
+			bootstrap_release(p);
+		}
 		return q;
 	}
 	if (size == 0) {

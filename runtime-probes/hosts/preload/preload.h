@@ -53,6 +53,8 @@ extern unsigned char bootstrap_arena[BOOTSTRAP_ARENA_BYTES];
 void *bootstrap_alloc(size_t size, size_t align);
 /* Requested size of an arena block. */
 size_t bootstrap_block_size(const void *p);
+/* The program freed (or reallocated) arena block p: it no longer holds the free gate. */
+void bootstrap_release(const void *p);
 /* Does p point into the arena?  One subtraction and one compare. */
 static inline int bootstrap_owns(const void *p)
 {
@@ -122,6 +124,18 @@ void *preload_memalign(size_t align, size_t size);
 void *preload_valloc(size_t size);
 void *preload_pvalloc(size_t size);
 size_t preload_malloc_usable_size(void *p);
+
+/* ---- The free gate (sampled_blocks.c) ---- */
+
+/*
+ * Nonzero while some block needs a look at free: sampled blocks alive, or
+ * bootstrap-arena blocks not yet freed.  While it is zero (nothing was
+ * ever sampled, or every sampled block died: the detached case) free is
+ * one load, one branch and the jump to the next allocator's free.  It is
+ * raised before such a block reaches the program and lowered after it is
+ * gone, as the filter below, so a free never misses one.
+ */
+extern _Atomic uint32_t preload_free_gate;
 
 /* ---- Sampled blocks (sampled_blocks.c) ---- */
 
