@@ -59,6 +59,8 @@ static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
 static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum alloc_kind kind,
 						  size_t bytes, size_t align)
 {
+	/* The fast path took the bytes off before it found the countdown spent. */
+	preload_untake(t, bytes);
 	size_t n_samples = sampler_countdown_expired(t, bytes);
 	void *p = next_alloc(kind, bytes, align);
 
@@ -67,14 +69,17 @@ static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum
 	return p;
 }
 
-/* The shared fast path; kind is a constant at every call. */
+/*
+ * The shared fast path; kind is a constant at every call.  The bytes come
+ * off the countdown first; while it stays positive that is all (else the
+ * slow path puts them back).
+ */
 static inline __attribute__((always_inline)) void *alloc(enum alloc_kind kind, size_t bytes,
 							 size_t align)
 {
 	struct preload_thread *t = &preload_self;
 
-	if (PRELOAD_LIKELY(t->countdown > bytes)) {
-		t->countdown -= bytes;
+	if (PRELOAD_LIKELY(preload_take(t, bytes))) {
 		switch (kind) {
 		case ALLOC_CALLOC:
 			return next.calloc(1, bytes);
@@ -158,10 +163,10 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 		handle = sampled_blocks_remove(p);
 
 	size_t n_samples = 0;
-	if (PRELOAD_LIKELY(t->countdown > size))
-		t->countdown -= size;
-	else
+	if (PRELOAD_UNLIKELY(!preload_take(t, size))) {
+		preload_untake(t, size);
 		n_samples = sampler_countdown_expired(t, size);
+	}
 
 	void *q = next.realloc(p, size);
 	if (!q) {

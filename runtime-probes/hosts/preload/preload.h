@@ -25,6 +25,8 @@
 #include <stdint.h>
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
+/* Hidden data is addressed RIP-relative (one instruction), not through the GOT. */
+#define PRELOAD_HIDDEN __attribute__((visibility("hidden")))
 #define PRELOAD_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PRELOAD_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -75,7 +77,7 @@ struct next_allocator {
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
 };
-extern struct next_allocator next;
+extern PRELOAD_HIDDEN struct next_allocator next;
 /*
  * Look the next allocator up.  0, or -1 after one line on stderr.
  * Preloaded (or linked before libc), ours is the first malloc in the global
@@ -135,12 +137,12 @@ size_t preload_malloc_usable_size(void *p);
  * raised before such a block reaches the program and lowered after it is
  * gone, as the filter below, so a free never misses one.
  */
-extern _Atomic uint32_t preload_free_gate;
+extern PRELOAD_HIDDEN _Atomic uint32_t preload_free_gate;
 
 /* ---- Sampled blocks (sampled_blocks.c) ---- */
 
 #define SAMPLED_FILTER_BITS 16
-extern _Atomic uint32_t sampled_filter[(size_t)1 << SAMPLED_FILTER_BITS];
+extern PRELOAD_HIDDEN _Atomic uint32_t sampled_filter[(size_t)1 << SAMPLED_FILTER_BITS];
 
 static inline size_t sampled_filter_index(const void *p)
 {
@@ -165,7 +167,10 @@ void sampled_blocks_reinit_locks(void);
 /* ---- Per-thread sampling state (sampler.c) ---- */
 
 struct preload_thread {
-	size_t countdown;	  /* bytes before the next slow path (fast path: > b) */
+	size_t budget;		  /* countdown - 1 (mod 2^64): bytes before the next
+				     slow path, less one; the fast path takes b while
+				     budget - b stays >= 0 as a signed number (a
+				     countdown of 0 is SIZE_MAX: always slow) */
 	size_t armed;		  /* countdown when last armed: armed - countdown bytes
 				     were allocated since */
 	size_t sample_after;	  /* bytes from the end of the countdown to the next
@@ -179,6 +184,35 @@ struct preload_thread {
 };
 extern __thread struct preload_thread preload_self __attribute__((tls_model("initial-exec")));
 
+/* The countdown: bytes before the next slow path (the fast path: > b). */
+static inline size_t preload_countdown(const struct preload_thread *t)
+{
+	return t->budget + 1;
+}
+static inline void preload_set_countdown(struct preload_thread *t, size_t c)
+{
+	t->budget = c - 1;
+}
+
+/*
+ * The fast path's test: take `bytes` off the budget; 1 if it stays
+ * non-negative (the countdown was above bytes), else 0 with the budget
+ * left for the slow path to restore (preload_untake).  One subtraction, one
+ * store, one sign branch.  A request above 2^63 bytes (which fails) may
+ * pass it and leave the countdown higher by 2^64 - bytes.
+ */
+static inline int preload_take(struct preload_thread *t, size_t bytes)
+{
+	size_t left = t->budget - bytes;
+
+	t->budget = left;
+	return (intptr_t)left >= 0;
+}
+static inline void preload_untake(struct preload_thread *t, size_t bytes)
+{
+	t->budget += bytes;
+}
+
 /*
  * Enter / leave the profiler on this thread: allocations in between are
  * not sampled and do not advance the countdown.
@@ -186,14 +220,14 @@ extern __thread struct preload_thread preload_self __attribute__((tls_model("ini
 static inline void preload_enter(struct preload_thread *t)
 {
 	if (t->inside++ == 0) {
-		t->saved_countdown = t->countdown;
-		t->countdown = 0;
+		t->saved_countdown = preload_countdown(t);
+		preload_set_countdown(t, 0);
 	}
 }
 static inline void preload_leave(struct preload_thread *t)
 {
 	if (--t->inside == 0)
-		t->countdown = t->saved_countdown;
+		preload_set_countdown(t, t->saved_countdown);
 }
 
 /*

@@ -23,7 +23,9 @@
 #include "memprof_host.h"
 #include "preload.h"
 
-__thread struct preload_thread preload_self __attribute__((tls_model("initial-exec")));
+/* A countdown of 0 (budget SIZE_MAX): a new thread's first allocation takes the slow path. */
+__thread struct preload_thread preload_self
+    __attribute__((tls_model("initial-exec"))) = {.budget = SIZE_MAX};
 
 static size_t epoch_bytes = PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES;
 static size_t major_threshold_bytes = PRELOAD_DEFAULT_MAJOR_THRESHOLD_BYTES;
@@ -55,7 +57,7 @@ static void countdown_arm(struct preload_thread *t, size_t rest, double rate)
 {
 	size_t c = rest < check_bytes ? rest : check_bytes;
 
-	t->countdown = c;
+	preload_set_countdown(t, c);
 	t->armed = c;
 	t->sample_after = rate > 0 ? rest - c : 0;
 	t->rate = rate;
@@ -74,8 +76,8 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes)
 	if (PRELOAD_UNLIKELY(!t->registered))
 		preload_register_thread(t);
 
-	size_t consumed = t->armed - t->countdown + bytes;
-	size_t point = t->countdown + t->sample_after;
+	size_t consumed = t->armed - preload_countdown(t) + bytes;
+	size_t point = preload_countdown(t) + t->sample_after;
 	double old_rate = t->rate;
 	size_t n_samples = 0;
 	size_t rest = SIZE_MAX;
@@ -139,8 +141,8 @@ void sampler_force_poll(struct preload_thread *t)
 		t->armed -= t->saved_countdown;
 		t->saved_countdown = 0;
 	} else {
-		t->armed -= t->countdown;
-		t->countdown = 0;
+		t->armed -= preload_countdown(t);
+		preload_set_countdown(t, 0);
 	}
 	t->sample_after = 0;
 	t->rate = 0;
