@@ -43,6 +43,8 @@
 /* Environment variables. */
 #define PRELOAD_ENV_YOUNG_EPOCH "MEMPROF_YOUNG_EPOCH_BYTES"
 #define PRELOAD_ENV_MAJOR_THRESHOLD "MEMPROF_MAJOR_THRESHOLD_BYTES"
+/* At start-up, wait up to this many milliseconds for a tracer (0: do not wait). */
+#define PRELOAD_ENV_WAIT_TRACER "MEMPROF_WAIT_TRACER_MS"
 
 /* ---- Bootstrap arena (bootstrap_arena.c) ---- */
 
