@@ -32,8 +32,11 @@
 
 /* ---- Tuning knobs ---- */
 
-/* While not sampling, a thread polls for a tracer or a profile this often. */
+/* A thread's slow path runs at least this often while sampling. */
 #define PRELOAD_POLL_BYTES ((size_t)1 << 20)
+/* While not sampling, a thread polls for a tracer or a profile this often
+ * (and ends epochs no later: nothing young is sampled meanwhile). */
+#define PRELOAD_IDLE_POLL_BYTES ((size_t)2 << 20)
 /* A thread reports its allocated bytes at least this many times per epoch. */
 #define PRELOAD_EPOCH_CHECKS 4
 /* Default young epoch: the reference runtime's minor heap, 256 Ki words. */

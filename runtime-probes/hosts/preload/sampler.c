@@ -55,7 +55,8 @@ static void epochs_account(size_t bytes)
 /* Arm the countdown: the next sample point is `rest` bytes away. */
 static void countdown_arm(struct preload_thread *t, size_t rest, double rate)
 {
-	size_t c = rest < check_bytes ? rest : check_bytes;
+	size_t check = rate > 0 ? check_bytes : PRELOAD_IDLE_POLL_BYTES;
+	size_t c = rest < check ? rest : check;
 
 	preload_set_countdown(t, c);
 	t->armed = c;
