@@ -84,15 +84,20 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	int fd;
 
 	if (urls && *urls) {
-		double left = DSYM_DEBUGINFOD_BUDGET_S - debuginfod_spent;
+		/*
+		 * The client checks DEBUGINFOD_MAXTIME from curl's progress
+		 * callback, about once a second: a query may overrun it by a
+		 * second, so it gets one second less than what is left.
+		 */
+		int maxtime = (int)(DSYM_DEBUGINFOD_BUDGET_S - debuginfod_spent) - 1;
 
-		if (left < 1) {
+		if (maxtime < 1) {
 			saved = strdup(urls);
 			unsetenv("DEBUGINFOD_URLS");
 		} else {
 			char v[32];
 
-			snprintf(v, sizeof(v), "%d", (int)left);
+			snprintf(v, sizeof(v), "%d", maxtime);
 			setenv("DEBUGINFOD_MAXTIME", v, 1);
 			setenv("DEBUGINFOD_TIMEOUT", "5", 0);
 		}
