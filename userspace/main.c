@@ -375,12 +375,14 @@ static void report_counters(const struct tracer *tr)
 		"memprof-bpf: stats: samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
 		" gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
 		" duplicate_ids %" PRIu64 " dropped %" PRIu64
-		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64 "\n",
+		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64
+		" late_events %" PRIu64 "\n",
 		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
 		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS));
+		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS),
+		tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS));
 	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
