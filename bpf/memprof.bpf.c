@@ -262,6 +262,10 @@ int BPF_USDT(memprof_promote, __u64 id)
 		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_PROMOTES);
 		return 0;
 	}
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_EVENTS);
+		return 0;
+	}
 	if (__sync_fetch_and_or(&b->flags, MEMPROF_BLOCK_PROMOTED) & MEMPROF_BLOCK_PROMOTED) {
 		count(MEMPROF_CNT_DOUBLE_PROMOTES);
 		return 0;
@@ -284,6 +288,16 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
 		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_DEALLOCS);
+		return 0;
+	}
+	/*
+	 * Sampling has stopped: the views stay as they were then.  Unlinking
+	 * the probes takes milliseconds, in which a program that recycles
+	 * its blocks quickly (workload-sites' medium ring turns over in about
+	 * 15 ms) would otherwise free most of its sampled live blocks.
+	 */
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_EVENTS);
 		return 0;
 	}
 	n = b->n_samples;

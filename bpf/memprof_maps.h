@@ -104,6 +104,12 @@ enum memprof_counter {
 	 * semaphore, so the host may sample blocks this tracer never sees.
 	 */
 	MEMPROF_CNT_LATE_ORPHANS,
+	/*
+	 * Promote/dealloc of a tracked block once the loader began detaching:
+	 * left out of the views, which are a snapshot taken when sampling
+	 * stops (the target runs on while the links are destroyed).
+	 */
+	MEMPROF_CNT_LATE_EVENTS,
 	MEMPROF_N_COUNTERS,
 };
 

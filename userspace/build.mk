@@ -134,6 +134,40 @@ $(OUTPUT_PROGS_DIR)/%: tests/output/progs/%.cpp tests/output/progs/wait_tracer.h
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(WARN) $(OUTPUT_PROG_FLAGS) -o $@ $< $(OUTPUT_PROG_LINK)
 
+# Stripped copies of known_sites for tests/output/test_debuginfo.c:
+#   known_sites-stripped   no .symtab, no DWARF, no .gnu_debuglink; its debug
+#                          file (same build id) is debuginfod/known_sites.debug,
+#                          out of the places the loader looks by itself: a
+#                          test serves it from a local debuginfod
+#   known_sites-minidebug  stripped, with MiniDebugInfo as Fedora adds it: the
+#                          function symbols .dynsym lacks, in a symbol-only
+#                          ELF file compressed with xz, as section .gnu_debugdata
+OUTPUT_STRIPPED := $(OUTPUT_PROGS_DIR)/known_sites-stripped
+OUTPUT_MINIDEBUG := $(OUTPUT_PROGS_DIR)/known_sites-minidebug
+OUTPUT_DEBUGFILE := $(OUTPUT_PROGS_DIR)/debuginfod/known_sites.debug
+OUTPUT_PROGS += $(OUTPUT_STRIPPED) $(OUTPUT_MINIDEBUG) $(OUTPUT_DEBUGFILE)
+
+$(OUTPUT_STRIPPED): $(OUTPUT_PROGS_DIR)/known_sites
+	strip --strip-all -o $@.tmp $< && mv -f $@.tmp $@
+
+$(OUTPUT_DEBUGFILE): $(OUTPUT_PROGS_DIR)/known_sites
+	@mkdir -p $(@D)
+	objcopy --only-keep-debug $< $@.tmp && mv -f $@.tmp $@
+
+$(OUTPUT_MINIDEBUG): $(OUTPUT_PROGS_DIR)/known_sites | $(DEPS_STAMP)
+	@rm -rf $@.d && mkdir -p $@.d
+	nm -D --format=posix --defined-only $< | awk '{print $$1}' | sort >$@.d/dynsyms
+	nm --format=posix --defined-only $< | awk '$$2 == "T" || $$2 == "t" {print $$1}' | \
+		sort >$@.d/funcsyms
+	comm -13 $@.d/dynsyms $@.d/funcsyms >$@.d/keep
+	objcopy --only-keep-debug $< $@.d/debug
+	objcopy -S --remove-section .gdb_index --remove-section .comment \
+		--keep-symbols=$@.d/keep $@.d/debug $@.d/mini
+	xz $@.d/mini
+	strip --strip-all -o $@.d/prog $<
+	objcopy --add-section .gnu_debugdata=$@.d/mini.xz $@.d/prog
+	mv -f $@.d/prog $@ && rm -rf $@.d
+
 ALL_TARGETS += $(OUTPUT_PROGS)
 
 EXTRA_CFLAGS_tests/output/ := -Iuserspace -Ibpf -I$(PPROF_GEN_DIR)

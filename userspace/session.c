@@ -684,17 +684,18 @@ static void report_one(const struct session *s, const struct traced *p)
 	for (size_t i = 0; i < tr->n_blocks; i++)
 		if (now > tr->blocks[i].b.alloc_ns && now - tr->blocks[i].b.alloc_ns > oldest_ns)
 			oldest_ns = now - tr->blocks[i].b.alloc_ns;
-	fprintf(stderr,
-		"memprof-bpf: stats:%s samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
-		" gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
-		" duplicate_ids %" PRIu64 " dropped %" PRIu64
-		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64 "\n",
-		who, tracer_counter(tr, MEMPROF_CNT_SAMPLES),
-		tracer_counter(tr, MEMPROF_CNT_PROMOTES), tracer_counter(tr, MEMPROF_CNT_DEALLOCS),
-		tracer_counter(tr, MEMPROF_CNT_GCS), orphans,
-		tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
-		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS));
+	fprintf(
+	    stderr,
+	    "memprof-bpf: stats:%s samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
+	    " gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
+	    " duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
+	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 "\n",
+	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
+	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS), orphans,
+	    tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
+	    tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
+	    oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS),
+	    tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS));
 	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "

@@ -1,8 +1,6 @@
-/* Return address -> frame name, with a per-path cache of ELF images. */
+/* The target's address space: its maps and a per-path cache of ELF images. */
 #include "symbolize.h"
-#include "ocaml_names.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,41 +84,4 @@ enum elf_image_status symbolizer_image(struct symbolizer *sym, const struct map_
 	sym->n_cache++;
 	*img = c->status == ELF_IMAGE_OK ? &c->img : NULL;
 	return c->status;
-}
-
-/* Frames are joined by ';' and followed by a space in folded output. */
-static void sanitize(char *s)
-{
-	for (; *s; s++)
-		if (*s == ';' || *s == ' ' || *s == '\t' || *s == '\n')
-			*s = *s == ';' ? ':' : '_';
-}
-
-void symbolizer_frame(struct symbolizer *sym, uint64_t pc, char *buf, size_t len)
-{
-	/* A return address points after the call: look the call up. */
-	uint64_t addr = pc ? pc - 1 : 0;
-	const struct map_region *r = proc_maps_find(&sym->maps, addr);
-	const struct elf_image *img = NULL;
-	const struct elf_sym *s = NULL;
-	const char *base;
-	uint64_t vaddr;
-	char err[1];
-
-	if (!r) {
-		snprintf(buf, len, "[unknown]+0x%" PRIx64, addr);
-		return;
-	}
-	base = strrchr(r->path, '/');
-	base = base ? base + 1 : r->path;
-	vaddr = addr - (r->start - r->offset);
-	if (symbolizer_image(sym, r, &img, err, 0) == ELF_IMAGE_OK) {
-		vaddr = addr - elf_image_bias(img, r->start, r->offset);
-		s = elf_image_lookup(img, vaddr);
-	}
-	if (!s)
-		snprintf(buf, len, "%s+0x%" PRIx64, base, vaddr);
-	else if (!ocaml_name(s->name, buf, len))
-		snprintf(buf, len, "%s", s->name);
-	sanitize(buf);
 }
