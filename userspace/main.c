@@ -4,6 +4,7 @@
  * and the exit codes.
  */
 #include <bpf/libbpf.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include "environ_check.h"
 #include "exit_codes.h"
 #include "folded.h"
+#include "outfile.h"
 #include "target.h"
 #include "tracer.h"
 
@@ -29,6 +31,11 @@
 /* How often the block map is copied (live blocks and their ages). */
 #define BLOCKS_READ_POLLS 5
 #define ERR_LEN 512
+/*
+ * A generous allocation throughput, to bound the samples a target could
+ * have given at a very low rate: bytes allocated per second of its CPU time.
+ */
+#define GENEROUS_ALLOC_BYTES_PER_CPU_S (4.0 * 1024 * 1024 * 1024)
 
 static volatile sig_atomic_t stop_requested;
 static int verbose;
@@ -51,7 +58,9 @@ static void usage(FILE *f)
 		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
 		"Traces the memprof USDT probes of process PID and writes folded stacks weighted\n"
 		"in estimated bytes (to FILE or stdout; with --all-views, DIR/<view>.folded for\n"
-		"every view).  Stops after -d SECONDS, on SIGINT/SIGTERM, or when PID exits.\n"
+		"every view).  Stops after -d SECONDS, on SIGINT/SIGTERM/SIGHUP, or when PID\n"
+		"exits.  Outputs are opened before tracing and replaced whole at the end; if\n"
+		"writing fails, the profile goes to a file in $TMPDIR (or /tmp) and is named.\n"
 		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
 		"             the end; promoted: blocks promoted; short: blocks freed while young\n"
 		"  --rate R   sampling rate per word asked of the target (default %g)\n"
@@ -76,6 +85,18 @@ static int die(int code, const char *fmt, ...)
 	return code;
 }
 
+/* The options that take a value. */
+static int takes_value(const char *a)
+{
+	static const char *const with_value[] = {"-d",	   "-o",     "--all-views",
+						 "--view", "--rate", "--max-blocks"};
+
+	for (size_t i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+		if (!strcmp(a, with_value[i]))
+			return 1;
+	return 0;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	char *end;
@@ -92,7 +113,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	errno = 0;
 	pid = strtol(argv[2], &end, 10);
-	if (errno || *end || pid <= 0 || pid > INT_MAX) {
+	/* Digits only: no sign, no spaces. */
+	if (!isdigit((unsigned char)argv[2][0]) || errno || *end || pid <= 0 || pid > INT_MAX) {
 		die(EXIT_USAGE, "bad pid '%s'", argv[2]);
 		return -1;
 	}
@@ -103,6 +125,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		if (!strcmp(a, "-v")) {
 			verbose = 1;
 			continue;
+		}
+		if (!takes_value(a)) {
+			die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
+			return -1;
 		}
 		if (!v) {
 			die(EXIT_USAGE, "option %s needs a value (see --help)", a);
@@ -142,10 +168,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return -1;
 			}
 			o->max_blocks = (uint32_t)n;
-		} else {
-			die(EXIT_USAGE, "unknown option '%s' (see --help)", a);
-			return -1;
 		}
+	}
+	if (o->out_path && o->all_views_dir) {
+		die(EXIT_USAGE, "-o and --all-views exclude each other (--all-views DIR writes "
+				"DIR/<view>.folded)");
+		return -1;
 	}
 	return 0;
 }
@@ -170,8 +198,12 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Write the requested rate, after checking the control block's magic. */
-static int request_rate(const struct options *o, const struct target *t)
+/*
+ * Write the requested rate, after checking the control block's magic.
+ * *old gets the rate that was requested before (put back on failure), and
+ * *written says whether this tracer wrote one.
+ */
+static int request_rate(const struct options *o, const struct target *t, double *old, int *written)
 {
 	struct memprof_probe_control ctl;
 	int rc;
@@ -193,7 +225,9 @@ static int request_rate(const struct options *o, const struct target *t)
 	if (ctl.abi_version != MEMPROF_PROBE_ABI_VERSION)
 		return die(EXIT_TARGET, "process %d: probe ABI version %u, this tracer knows %u",
 			   (int)o->pid, ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
+	*old = ctl.requested_rate;
 	rc = control_write_rate(o->pid, t->control_addr, o->rate);
+	*written = !rc;
 	if (rc)
 		return die(EXIT_TARGET, "cannot write the requested rate into process %d: %s",
 			   (int)o->pid, strerror(-rc));
@@ -271,19 +305,48 @@ static void refresh_maps(pid_t pid, struct symbolizer *sym)
 		proc_maps_free(&maps);
 }
 
+/* What the target did while traced: explains an empty profile. */
+struct trace_seen {
+	unsigned polls, stopped_polls; /* polls, and those that found it stopped */
+	int took_attach;	       /* its control block showed a rate in force */
+	double active_rate;	       /* the last rate in force seen */
+	double cpu_s;		       /* its CPU time while traced */
+	double seconds;		       /* time traced */
+};
+
+static void seen_poll(const struct options *o, const struct target *t, struct trace_seen *seen)
+{
+	struct memprof_probe_control ctl;
+	char state;
+	double cpu;
+
+	seen->polls++;
+	if (!proc_state(o->pid, &state, &cpu) && (state == 'T' || state == 't'))
+		seen->stopped_polls++;
+	if (t->control_addr && !control_read(o->pid, t->control_addr, &ctl) && ctl.active_rate) {
+		seen->took_attach = 1;
+		seen->active_rate = ctl.active_rate;
+	}
+}
+
 /* Returns 1 if the target exited. */
 static int trace_loop(const struct options *o, const struct target *t, struct tracer *tr,
-		      struct symbolizer *sym)
+		      struct symbolizer *sym, struct trace_seen *seen)
 {
-	double end = o->seconds > 0 ? now_s() + o->seconds : 0;
-	int rate_reported = 0, lost_noted = 0;
+	double start = now_s(), end = o->seconds > 0 ? start + o->seconds : 0, cpu0 = 0, cpu1;
+	int rate_reported = 0, lost_noted = 0, exited = 0;
+	char state;
 
+	proc_state(o->pid, &state, &cpu0);
 	for (unsigned poll = 1; !stop_requested; poll++) {
 		struct timespec pause = {0, POLL_INTERVAL_MS * 1000000L};
 
 		nanosleep(&pause, NULL);
-		if (proc_exited(o->pid))
-			return 1;
+		if (proc_exited(o->pid)) {
+			exited = 1;
+			break;
+		}
+		seen_poll(o, t, seen);
 		if (!rate_reported)
 			rate_reported = report_rate(o, t);
 		if (!lost_noted && semaphore_lost(t) && !proc_exited(o->pid))
@@ -296,43 +359,86 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 		if (end && now_s() >= end)
 			break;
 	}
-	return 0;
+	seen->seconds = now_s() - start;
+	if (!proc_state(o->pid, &state, &cpu1))
+		seen->cpu_s = cpu1 - cpu0;
+	return exited;
 }
 
-static int write_view(FILE *f, struct tracer *tr, struct symbolizer *sym, enum memprof_view v)
+/* The outputs, opened before tracing: -o FILE or stdout, or one file per view. */
+struct outputs {
+	struct outfile files[MEMPROF_N_VIEWS];
+	int views[MEMPROF_N_VIEWS];
+	int n;
+};
+
+static void outputs_close(struct outputs *out)
 {
-	return folded_write(f, tr->stacks, tr->aggs, tracer_n_stacks(tr), sym, v) < 0 ? -1 : 0;
+	for (int i = 0; i < out->n; i++)
+		outfile_close(&out->files[i]);
+	out->n = 0;
 }
 
-static int write_output(const struct options *o, struct tracer *tr, struct symbolizer *sym)
+static int outputs_open(const struct options *o, struct outputs *out)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], err[ERR_LEN];
 
-	if (o->all_views_dir) {
-		if (mkdir(o->all_views_dir, 0755) && errno != EEXIST)
-			return die(EXIT_FAILED, "cannot create %s: %s", o->all_views_dir,
-				   strerror(errno));
-		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%s/%s.folded", o->all_views_dir,
-				 memprof_view_names[v]);
-			f = fopen(path, "w");
-			if (!f || write_view(f, tr, sym, v) || fclose(f))
-				return die(EXIT_FAILED, "cannot write %s", path);
+	memset(out, 0, sizeof(*out));
+	if (!o->all_views_dir) {
+		out->views[0] = o->view;
+		if (outfile_open(&out->files[0], o->out_path, err, sizeof(err))) {
+			outfile_close(&out->files[0]);
+			return die(EXIT_FAILED, "%s", err);
 		}
+		out->n = 1;
 		return EXIT_OK;
 	}
-	if (o->out_path) {
-		FILE *f = fopen(o->out_path, "w");
-
-		if (!f || write_view(f, tr, sym, o->view) || fclose(f))
-			return die(EXIT_FAILED, "cannot write %s", o->out_path);
-		return EXIT_OK;
+	if (outfile_make_dir(o->all_views_dir, err, sizeof(err)))
+		return die(EXIT_FAILED, "%s", err);
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+		snprintf(path, sizeof(path), "%s/%s.folded", o->all_views_dir,
+			 memprof_view_names[v]);
+		out->views[v] = v;
+		if (outfile_open(&out->files[v], path, err, sizeof(err))) {
+			outfile_close(&out->files[v]);
+			outputs_close(out);
+			return die(EXIT_FAILED, "%s", err);
+		}
+		out->n = v + 1;
 	}
-	if (write_view(stdout, tr, sym, o->view) || fflush(stdout))
-		return die(EXIT_FAILED, "cannot write the output");
 	return EXIT_OK;
+}
+
+struct view_writer {
+	struct tracer *tr;
+	struct symbolizer *sym;
+	enum memprof_view view;
+};
+
+static int write_folded(FILE *f, void *ctx)
+{
+	struct view_writer *w = ctx;
+
+	return folded_write(f, w->tr->stacks, w->tr->aggs, tracer_n_stacks(w->tr), w->sym,
+			    w->view) < 0
+		   ? -1
+		   : 0;
+}
+
+/* Every output; a failed one keeps its profile in a fallback file. */
+static int write_output(struct outputs *out, struct tracer *tr, struct symbolizer *sym)
+{
+	char err[ERR_LEN + PATH_MAX], tag[64];
+	int code = EXIT_OK;
+
+	for (int i = 0; i < out->n; i++) {
+		struct view_writer w = {tr, sym, out->views[i]};
+
+		snprintf(tag, sizeof(tag), "%s.folded", memprof_view_names[out->views[i]]);
+		if (outfile_write(&out->files[i], write_folded, &w, tag, err, sizeof(err)))
+			code = die(EXIT_FAILED, "%s", err);
+	}
+	return code;
 }
 
 static void report_counters(const struct tracer *tr)
@@ -345,8 +451,12 @@ static void report_counters(const struct tracer *tr)
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
 	};
 	uint64_t dropped = 0;
-	uint64_t orphans = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
-			   tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
+	uint64_t unexplained = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
+			       tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
+	uint64_t map_full = tracer_counter(tr, MEMPROF_CNT_ORPHAN_UNTRACKED);
+	uint64_t early = tracer_counter(tr, MEMPROF_CNT_ORPHAN_EARLY);
+	uint64_t late = tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS);
+	uint64_t orphans = unexplained + map_full + early;
 	uint64_t oldest_ns = 0, now;
 	struct timespec ts;
 
@@ -361,36 +471,101 @@ static void report_counters(const struct tracer *tr)
 		"memprof-bpf: stats: samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
 		" gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
 		" duplicate_ids %" PRIu64 " dropped %" PRIu64
-		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64 "\n",
+		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64
+		" orphans_map_full %" PRIu64 " orphans_before_attach %" PRIu64 "\n",
 		tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
 		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
 		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS));
+		oldest_ns / 1000000, late, map_full, early);
 	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
 			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
 			", stack unreadable %" PRIu64 ", stack hash collision %" PRIu64 "\n",
 			drops[0], drops[1], drops[2], drops[3], drops[4]);
-	if (orphans)
+	/* Orphans (promote/dealloc of ids not tracked), by their true cause. */
+	if (map_full)
 		fprintf(stderr,
-			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks this "
-			"tracer never saw sampled (sampled before it attached, for another tracer "
-			"or an "
-			"in-process profile)\n",
-			orphans);
+			"memprof-bpf: note: %" PRIu64
+			" promote/dealloc events named blocks sampled "
+			"while the block map was full (not tracked: raise --max-blocks)\n",
+			map_full);
+	if (early)
+		fprintf(stderr,
+			"memprof-bpf: note: %" PRIu64
+			" promote/dealloc events named blocks sampled "
+			"before this tracer attached (attached mid-run: an in-process profile or "
+			"another tracer sampled them)\n",
+			early);
+	if (unexplained)
+		fprintf(stderr,
+			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks newer "
+			"than this tracer's first sample that it never saw sampled (a lost sample "
+			"probe, or a host whose block ids do not increase)\n",
+			unexplained);
+	if (late && verbose)
+		fprintf(stderr,
+			"memprof-bpf: %" PRIu64 " promote/dealloc events while detaching named "
+			"blocks sampled after the sample probe was gone (late ids)\n",
+			late);
 	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
 		fprintf(stderr, "memprof-bpf: note: %" PRIu64 " stacks were cut to %d frames\n",
 			tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH);
 }
 
+/* The target took no sample: say why, in one note. */
+static void note_empty(const struct options *o, const struct trace_seen *seen)
+{
+	double rate = seen->active_rate ? seen->active_rate : o->rate;
+	double expected = rate * seen->cpu_s * GENEROUS_ALLOC_BYTES_PER_CPU_S / 8;
+
+	if (seen->polls && seen->stopped_polls == seen->polls)
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d was stopped the whole %.1f s "
+			"this tracer was attached (SIGSTOP or a debugger): it ran no code (kill "
+			"-CONT it)\n",
+			(int)o->pid, seen->seconds);
+	else if (!seen->took_attach || seen->cpu_s <= 0)
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d never allocated in the %.1f s "
+			"this tracer was attached (%s)\n",
+			(int)o->pid, seen->seconds,
+			seen->cpu_s <= 0
+			    ? "it used no CPU time"
+			    : "it never reached an allocation that takes up the attach");
+	else if (expected < 1)
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: the rate %g is too low for %.1f s: the "
+			"%.2f s of CPU time process %d used, at a generous %.0f GiB allocated per "
+			"CPU-second, give %.3g expected samples (raise --rate)\n",
+			rate, seen->seconds, seen->cpu_s, (int)o->pid,
+			GENEROUS_ALLOC_BYTES_PER_CPU_S / (1024.0 * 1024 * 1024), expected);
+	else
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d sampled at rate %g for %.1f s "
+			"and used %.2f s of CPU time, but took no sample (it allocated little; "
+			"at most %.3g samples were possible)\n",
+			(int)o->pid, rate, seen->seconds, seen->cpu_s, expected);
+}
+
+/* Put back the rate requested before this tracer, after a failure. */
+static void restore_rate(const struct options *o, const struct target *t, double old)
+{
+	if (control_write_rate(o->pid, t->control_addr, old) && verbose)
+		fprintf(stderr, "memprof-bpf: cannot restore the rate requested of process %d\n",
+			(int)o->pid);
+}
+
 static int run(const struct options *o, struct symbolizer *sym)
 {
 	char err[ERR_LEN];
+	struct trace_seen seen = {0};
+	struct outputs out;
 	struct target t;
 	struct tracer tr;
-	int code, exited;
+	int code, exited, written = 0;
+	double old_rate = 0;
 
 	if (kill(o->pid, 0) && errno == ESRCH)
 		return die(EXIT_TARGET, "no process with pid %d", (int)o->pid);
@@ -409,14 +584,14 @@ static int run(const struct options *o, struct symbolizer *sym)
 		target_free(&t);
 		return die(EXIT_TARGET, "%s", err);
 	}
-	code = request_rate(o, &t);
+	/* Everything that can fail before the target is touched, first. */
+	code = outputs_open(o, &out);
 	if (code) {
 		target_free(&t);
 		return code;
 	}
 	switch (tracer_open(&tr, o->pid, o->max_blocks, err, sizeof(err))) {
 	case TRACER_OK:
-		code = EXIT_OK;
 		break;
 	case TRACER_DENIED:
 		code = die(EXIT_DENIED, "%s", err);
@@ -424,26 +599,40 @@ static int run(const struct options *o, struct symbolizer *sym)
 	default:
 		code = die(EXIT_FAILED, "%s", err);
 	}
+	if (!code) {
+		int probe = environ_probe_uprobes(o->pid, err, sizeof(err));
+
+		if (probe)
+			code = die(probe == -2 ? EXIT_TARGET : EXIT_DENIED, "%s", err);
+	}
+	if (!code)
+		code = request_rate(o, &t, &old_rate, &written);
 	if (!code && tracer_attach(&tr, &t, err, sizeof(err)) != TRACER_OK)
 		code = die(proc_exited(o->pid) ? EXIT_TARGET : EXIT_FAILED, "%s", err);
 	if (code) {
 		tracer_close(&tr);
+		if (written)
+			restore_rate(o, &t, old_rate);
+		outputs_close(&out);
 		target_free(&t);
 		return code;
 	}
 	if (verbose)
 		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
 			t.n_files, (int)o->pid);
-	exited = trace_loop(o, &t, &tr, sym);
+	exited = trace_loop(o, &t, &tr, sym, &seen);
 	tracer_detach(&tr); /* the target's semaphores drop: it stops sampling */
 	if (exited)
 		fprintf(stderr,
 			"memprof-bpf: note: process %d exited; writing what was collected\n",
 			(int)o->pid);
+	else if (!tracer_counter(&tr, MEMPROF_CNT_SAMPLES))
+		note_empty(o, &seen);
 	tracer_read_blocks(&tr);
-	code = write_output(o, &tr, sym);
+	code = write_output(&out, &tr, sym);
 	report_counters(&tr);
 	tracer_close(&tr);
+	outputs_close(&out);
 	target_free(&t);
 	return code;
 }
@@ -461,6 +650,9 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* A closed pipe on stdout is an output error (EPIPE), not a silent death. */
+	signal(SIGPIPE, SIG_IGN);
 	sym = symbolizer_new();
 	if (!sym)
 		return die(EXIT_FAILED, "out of memory");
