@@ -42,13 +42,27 @@ $(ATTACH_TRIGGER_LIB): $(BUILD)/obj/tests/attach/progs/trigger_lib.o
 $(ATTACH_TRIGGER_SO): $(BUILD)/obj/tests/attach/progs/trigger_so_main.o $(ATTACH_TRIGGER_LIB)
 	$(CC) $(CFLAGS) $< -o $@ -L$(ATTACH_PROGS) -lattach-trigger -Wl,-rpath,'$$ORIGIN'
 
-ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO)
+# A multithreaded malloc workload (probes from the preload) for the attach
+# storm, and a static program without probes.
+ATTACH_THREADS := $(ATTACH_PROGS)/threads
+ATTACH_STATIC := $(ATTACH_PROGS)/static-sleeper
+
+$(ATTACH_THREADS): $(BUILD)/obj/tests/attach/progs/threads.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+$(ATTACH_STATIC): $(BUILD)/obj/tests/attach/progs/static_sleeper.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -static $^ -o $@
+
+ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(ATTACH_THREADS) $(ATTACH_STATIC)
 
 # ---- Test settings (tests/build.mk) ----
 EXTRA_CFLAGS_tests/attach/ := -O1 -fno-omit-frame-pointer -Iuserspace -Ibpf
 TEST_LIBS_attach := $(LOADER_LIB_OBJS)
 TEST_LDLIBS_attach = $(LOADER_LIBS)
-TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS)
+TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS) \
+	$(ATTACH_THREADS) $(ATTACH_STATIC) $(PRELOAD_SO)
 
 # ---- make demo ----
 demo: $(DEPS_STAMP)

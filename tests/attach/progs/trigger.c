@@ -101,7 +101,10 @@ static uint64_t draw_gap(void)
 {
 	if (rate >= 1.0)
 		return 1;
-	return 1 + (uint64_t)floor(log(rng_uniform()) / log1p(-rate));
+	double gap = floor(log(rng_uniform()) / log1p(-rate));
+
+	/* A rate like 1e-300: no sample within any run. */
+	return gap >= 0x1p62 ? (uint64_t)1 << 62 : 1 + (uint64_t)gap;
 }
 
 /* The safe point: follow the tracer semaphore. */
@@ -114,7 +117,8 @@ static void poll_tracer(void)
 		rate = ctl->requested_rate > 0 && ctl->requested_rate <= 1
 			   ? ctl->requested_rate
 			   : MEMPROF_PROBE_DEFAULT_RATE;
-		inv_rate_q16 = (uint64_t)llround(65536.0 / rate);
+		inv_rate_q16 = 65536.0 / rate >= 0x1p62 ? (uint64_t)1 << 62
+							: (uint64_t)llround(65536.0 / rate);
 		next_gap = draw_gap();
 		sampling = 1;
 		ctl->active_rate = rate;
