@@ -20,7 +20,7 @@
 #define MAX_THREADS 16
 #define LIST_LEN 64
 /* Rounds between two short pauses (keeps a core free on a shared machine). */
-#define PAUSE_EVERY 256
+#define PAUSE_EVERY 64
 
 struct node {
 	struct node *next;
