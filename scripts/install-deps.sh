@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
 	build-essential clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	systemtap-sdt-dev libcriterion-dev libunwind-dev libdw-dev pkg-config
-	valgrind binutils sqlite3 heaptrack zstd
+	valgrind binutils sqlite3 heaptrack zstd libclang-rt-14-dev libcap2-bin util-linux
 )
 if [ "$#" -gt 0 ]; then
 	packages+=("$@")

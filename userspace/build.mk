@@ -68,3 +68,22 @@ TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_
 demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all
 	@./scripts/demo.sh
+
+# ---- tests/fuzz: libFuzzer targets of the loader's parsers (clang, with
+# ASan+UBSan), run for a bounded time by tests/fuzz/test_fuzz.c ----
+FUZZ_PROGS := $(BUILD)/tests/fuzz/progs
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iruntime-probes/include -Iuserspace \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_BINS := $(FUZZ_PROGS)/fuzz-elf $(FUZZ_PROGS)/fuzz-maps
+
+$(FUZZ_PROGS)/fuzz-elf: tests/fuzz/progs/fuzz_elf.c userspace/elfimage.c userspace/elfimage.h \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@ $(call pkg_libs,libelf)
+
+$(FUZZ_PROGS)/fuzz-maps: tests/fuzz/progs/fuzz_maps.c userspace/procmaps.c userspace/procmaps.h \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@
+
+TEST_NEEDS_fuzz = $(FUZZ_BINS)
