@@ -47,3 +47,25 @@ EXTRA_CFLAGS_tests/statmemprof/ := -O1 -fno-omit-frame-pointer -fno-optimize-sib
 TEST_LIBS_statmemprof := $(BUILD)/librt.a $(BUILD)/libmemprof.a
 TEST_SAN_LIBS_statmemprof := $(BUILD)/san/librt.a $(BUILD)/san/libmemprof.a
 TEST_LDLIBS_statmemprof = $(MEMPROF_LIBS) $(RT_LIBS)
+
+# ---- The core's threaded tests under ThreadSanitizer: the core and
+# tests/core/test_{malloc_host,fuzz}.c built with -fsanitize=thread and
+# glibc's backtrace() (MEMPROF_CALLSTACK_GLIBC_BACKTRACE), against a
+# fork-per-test stand-in for Criterion (tests/tsan/).  `make tsan` runs it.
+# Not yet in make test: malloc_host::life_cycle_and_handles finds one more
+# core frame above the caller in this build (9 of 10 pass, no TSan report). ----
+TSAN_BIN := $(BUILD)/tsan/tests/core/threaded
+TSAN_SRCS := $(CORE_SRCS) tests/core/test_malloc_host.c tests/core/test_fuzz.c \
+	tests/core/toy_host.c tests/tsan/runner.c
+TSAN_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fsanitize=thread \
+	-Wno-format-zero-length -DMEMPROF_CALLSTACK_GLIBC_BACKTRACE -Itests/tsan/shim -Iruntime-probes/include \
+	-Iruntime-probes/core -Itests/core -Itests/lib
+
+$(TSAN_BIN): $(TSAN_SRCS) $(wildcard runtime-probes/core/*.h) tests/tsan/shim/criterion/criterion.h \
+		$(PUBLIC_HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(TSAN_CFLAGS) $(filter %.c,$^) -o $@ -lpthread -lm
+
+.PHONY: tsan
+tsan: $(TSAN_BIN)
+	./$(TSAN_BIN)

@@ -5,6 +5,9 @@
  */
 #include <stdlib.h>
 #include <unwind.h>
+#ifdef MEMPROF_CALLSTACK_GLIBC_BACKTRACE
+#include <execinfo.h>
+#endif
 
 #include "core.h"
 
@@ -47,6 +50,20 @@ __attribute__((noinline)) size_t callstack_capture(uintptr_t *buf, size_t max)
 		size_t n = hook(buf, max);
 		return n > max ? max : n;
 	}
+#ifdef MEMPROF_CALLSTACK_GLIBC_BACKTRACE
+	/* The ThreadSanitizer build: glibc's backtrace(), which TSan tolerates. */
+	{
+		void *frames[MEMPROF_PROBE_MAX_STACK + CORE_FRAMES];
+		int n = backtrace(
+		    frames, (int)(max < MEMPROF_PROBE_MAX_STACK ? max : MEMPROF_PROBE_MAX_STACK) +
+				CORE_FRAMES);
+		size_t k = 0;
+
+		for (int i = CORE_FRAMES; i < n; i++)
+			buf[k++] = (uintptr_t)frames[i];
+		return k;
+	}
+#endif
 	struct unwind_walk w = {.buf = buf, .max = max, .skip = CORE_FRAMES};
 	_Unwind_Backtrace(unwind_step, &w);
 	/* Keep this frame a real call frame (no tail call). */
