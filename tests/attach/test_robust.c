@@ -91,8 +91,8 @@ static double requested_rate(pid_t t)
 
 Test(robust, vfork_children_count_for_the_parent, .init = setup)
 {
-	const char *targs[] = {"--wait-tracers", "1",	      "--iterations", "100000",
-			       "--vfork-every",	 "2",	      NULL};
+	const char *targs[] = {
+	    "--wait-tracers", "1", "--iterations", "100000", "--vfork-every", "2", NULL};
 	struct site_table trig, alloc;
 	char pid[16], views[192], path[256];
 	const char *sites[] = {"site_short_lived", "site_medium_lived", "site_long_lived",
@@ -335,8 +335,8 @@ Test(robust, orphans_of_a_full_block_map_are_blamed_on_it, .init = setup)
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	snprintf(out, sizeof(out), "%s/out.folded", dir);
-	const char *args[] = {"attach", pid,   "--rate", "0.01", "--max-blocks",
-			      "64", "-o", out,	    NULL};
+	const char *args[] = {"attach", pid,  "--rate", "0.01", "--max-blocks",
+			      "64",	"-o", out,	NULL};
 	cr_expect_eq(loader_run(err, args), EXIT_OK);
 	wait_exit(t);
 	cr_expect_gt(loader_stat(err, "orphans_map_full"), 0);
