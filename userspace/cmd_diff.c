@@ -813,10 +813,10 @@ static int diff_write(FILE *f, void *ctx)
 	const struct diff_writer *w = ctx;
 
 	errno = 0;
-	return w->o->format == FMT_PPROF  ? write_pprof(f, w->c, w->n, w->o, w->base, w->nw)
-	       : w->o->format == FMT_TEXT ? write_text(f, w->c, w->n, w->o, w->base, w->nw,
-						       w->scale)
-					  : write_folded(f, w->c, w->n);
+	return w->o->format == FMT_PPROF ? write_pprof(f, w->c, w->n, w->o, w->base, w->nw)
+	       : w->o->format == FMT_TEXT
+		   ? write_text(f, w->c, w->n, w->o, w->base, w->nw, w->scale)
+		   : write_folded(f, w->c, w->n);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -852,7 +852,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	w = (struct diff_writer){c, n, &o, &base, &nw, scale};
 	if (outfile_write(&out, diff_write, &w,
-			  o.format == FMT_PPROF	  ? "diff.pb.gz"
+			  o.format == FMT_PPROF	 ? "diff.pb.gz"
 			  : o.format == FMT_TEXT ? "diff.txt"
 						 : "diff.folded",
 			  err, sizeof(err)))

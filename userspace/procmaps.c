@@ -1,8 +1,9 @@
 /*
  * Parse /proc/PID/maps: only file-backed regions are kept.  Each file is
- * read where the target sees it: through /proc/PID/root (its mount
- * namespace and root), checked against the device and inode the mapping
- * names, else through /proc/PID/map_files (the mapped file itself).
+ * read where the target sees it, checked against the device and inode the
+ * mapping names: the path itself when this loader sees the same file there
+ * (it outlives the target), else through /proc/PID/root (the target's
+ * mount namespace and root), else /proc/PID/map_files (the mapping itself).
  */
 #include "procmaps.h"
 
@@ -33,6 +34,15 @@ static char *open_path_of(const struct map_region *r, pid_t pid)
 	char *p = malloc(len);
 
 	if (!p || pid < 0) {
+		free(p);
+		return strdup(r->path);
+	}
+	/*
+	 * The path as this loader sees it, when it is the mapped file (same
+	 * device and inode): it stays readable once the target has exited,
+	 * for the symbolizer, which runs after the tracing.
+	 */
+	if (!r->deleted && same_file(r->path, r)) {
 		free(p);
 		return strdup(r->path);
 	}

@@ -15,8 +15,9 @@ struct map_region {
 	uint64_t inode;
 	char *path; /* absolute path of the mapped file (without " (deleted)") */
 	/*
-	 * Where to read it (and attach to it): /proc/PID/root/PATH when that is
-	 * the mapped inode, else /proc/PID/map_files/START-END.
+	 * Where to read it (and attach to it): PATH when this loader sees the
+	 * mapped inode there, else /proc/PID/root/PATH when that is it, else
+	 * /proc/PID/map_files/START-END.
 	 */
 	char *open_path;
 };

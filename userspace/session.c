@@ -663,7 +663,8 @@ void session_detach(struct session *s)
 			    stderr,
 			    "memprof-bpf: note: process %d exited; writing what was collected\n",
 			    (int)p->pid);
-		else if (s->start_mono && !p->exited && !tracer_counter(&p->tr, MEMPROF_CNT_SAMPLES))
+		else if (s->start_mono && !p->exited &&
+			 !tracer_counter(&p->tr, MEMPROF_CNT_SAMPLES))
 			note_empty(s, p, seconds);
 		tracer_read_blocks(&p->tr);
 	}
@@ -828,11 +829,12 @@ static void report_one(const struct session *s, const struct traced *p)
 			"full (not tracked: raise --max-blocks)\n",
 			map_full);
 	if (early)
-		fprintf(stderr,
-			"memprof-bpf: note: %" PRIu64
-			" promote/dealloc events named blocks sampled before this tracer attached "
-			"(attached mid-run: an in-process profile or another tracer sampled them)\n",
-			early);
+		fprintf(
+		    stderr,
+		    "memprof-bpf: note: %" PRIu64
+		    " promote/dealloc events named blocks sampled before this tracer attached "
+		    "(attached mid-run: an in-process profile or another tracer sampled them)\n",
+		    early);
 	if (unexplained)
 		fprintf(stderr,
 			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks newer "

@@ -68,10 +68,22 @@ size_t callstack_capture(uintptr_t *buf, size_t max)
 	} else {
 #ifdef MEMPROF_CALLSTACK_GLIBC_BACKTRACE
 		int got = backtrace((void **)buf, (int)want);
+
+		n = got > 0 ? (size_t)got : 0;
+		/*
+		 * Under TSan, backtrace() is an interceptor: its own frames come
+		 * first, above the core's.  Everything before the first frame in
+		 * the core goes too.
+		 */
+		while (first < n && !callstack_is_own(buf[first]))
+			first++;
+		if (first == n)
+			first = 0;
 #else
 		int got = unw_backtrace((void **)buf, (int)want);
-#endif
+
 		n = got > 0 ? (size_t)got : 0;
+#endif
 	}
 	while (first < n && callstack_is_own(buf[first]))
 		first++;

@@ -347,15 +347,29 @@ Test(robust, orphans_of_a_full_block_map_are_blamed_on_it, .init = setup)
 
 /* ---- command line and targets ---- */
 
+/* -o with --all-views: both are written (-o used to be ignored). */
+Test(robust, output_and_all_views_are_both_written, .init = setup)
+{
+	char pid[16], out[256], views[256], path[300];
+	pid_t t = trigger_running(pid, sizeof(pid), NULL, NULL);
+
+	snprintf(out, sizeof(out), "%s/out.folded", dir);
+	snprintf(views, sizeof(views), "%s/views", dir);
+	const char *args[] = {"attach", pid, "-d",	    "0.5", "--rate", "0.01",
+			      "-o",	out, "--all-views", views, NULL};
+	cr_expect_eq(loader_run(err, args), EXIT_OK);
+	cr_expect_gt(file_lines(out), 0, "-o was ignored with --all-views");
+	snprintf(path, sizeof(path), "%s/alloc.folded", views);
+	cr_expect_gt(file_lines(path), 0, "no %s", path);
+	trigger_end(t);
+}
+
 Test(robust, small_command_line_cases, .init = setup)
 {
-	const char *both[] = {"attach", "1", "-o", "x", "--all-views", "y", NULL};
 	const char *trailing[] = {"attach", "1", "-d", "1", "--bogus", NULL};
 	const char *plus[] = {"attach", "+12", NULL};
 	const char *space[] = {"attach", " 12", NULL};
 
-	cr_expect_eq(loader_run(err, both), EXIT_USAGE);
-	expect_one_line("exclude each other");
 	cr_expect_eq(loader_run(err, trailing), EXIT_USAGE);
 	expect_one_line("unknown option '--bogus'");
 	cr_expect_eq(loader_run(err, plus), EXIT_USAGE);
