@@ -404,3 +404,56 @@ Test(robust, workload_sites_help, .init = setup)
 	cr_expect_eq(wait_exit(spawn(argv, out, err)), 0);
 	expect_text(out, "usage: workload-sites");
 }
+
+/* ---- every output of every command goes through outfile.c ---- */
+
+Test(robust, snapshot_dir_onto_a_file_fails_before_tracing, .init = setup)
+{
+	char pid[16], file[256];
+	pid_t t = trigger_running(pid, sizeof(pid), NULL, NULL);
+
+	snprintf(file, sizeof(file), "%s/a-file", dir);
+	close(open(file, O_WRONLY | O_CREAT, 0644));
+	const char *args[] = {"attach",		pid,  "-d", "20", "--every", "1",
+			      "--snapshot-dir", file, NULL};
+	expect_output_refused(args, "Not a directory", t);
+	trigger_end(t);
+}
+
+Test(robust, top_output_checked_before_tracing, .init = setup)
+{
+	char pid[16], out[256];
+	pid_t t = trigger_running(pid, sizeof(pid), NULL, NULL);
+
+	snprintf(out, sizeof(out), "%s/no-such-dir/top.folded", dir);
+	const char *args[] = {"top", pid, "-d", "20", "-o", out, NULL};
+	expect_output_refused(args, "No such file or directory", t);
+	trigger_end(t);
+}
+
+Test(robust, unwritable_diff_output_keeps_the_diff, .init = setup)
+{
+	char a[256], b[256], *text, *at, path[256];
+	FILE *f;
+
+	snprintf(a, sizeof(a), "%s/a.folded", dir);
+	snprintf(b, sizeof(b), "%s/b.folded", dir);
+	f = fopen(a, "w");
+	cr_assert(f);
+	fputs("main;work;site_a 1000\nmain;site_b 500\n", f);
+	fclose(f);
+	f = fopen(b, "w");
+	cr_assert(f);
+	fputs("main;work;site_a 3000\nmain;site_b 400\n", f);
+	fclose(f);
+	const char *args[] = {"diff", a, b, "-o", "/dev/full", NULL};
+	cr_expect_eq(loader_run(err, args), EXIT_FAILED);
+	expect_one_line("No space left on device");
+	text = read_file(err);
+	at = text ? strstr(text, "the profile is in ") : NULL;
+	cr_assert(at, "no fallback file named: %s", text ? text : "");
+	cr_assert_eq(sscanf(at, "the profile is in %255s", path), 1);
+	expect_text(path, "site_a");
+	unlink(path);
+	free(text);
+}
