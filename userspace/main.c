@@ -22,6 +22,7 @@
 #include "folded.h"
 #include "output.h"
 #include "target.h"
+#include "timeline.h"
 #include "tracer.h"
 
 /* How often the maps are read, and the target's mappings re-read. */
@@ -29,6 +30,8 @@
 #define MAPS_REFRESH_POLLS 1
 /* How often the block map is copied (live blocks and their ages). */
 #define BLOCKS_READ_POLLS 5
+/* Timeline points: every poll at first (fewer on long attaches, timeline.h). */
+#define TIMELINE_INTERVAL_MS POLL_INTERVAL_MS
 #define ERR_LEN 512
 
 static volatile sig_atomic_t stop_requested;
@@ -46,6 +49,9 @@ struct options {
 	/* Output format and symbolization (userspace/output.c). */
 	enum output_format format;
 	int no_dwarf;
+	/* Lifetimes and the timeline (userspace/lifetimes.c, timeline.c). */
+	const char *lifetimes_path;
+	const char *timeline_path;
 };
 
 static void usage(FILE *f)
@@ -55,6 +61,7 @@ static void usage(FILE *f)
 		"alloc|live|promoted|short]\n"
 		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
 		"                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
+		"                             [--lifetimes FILE.csv] [--timeline FILE.svg|.csv]\n"
 		"Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
 		"call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
 		"DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT/SIGTERM,\n"
@@ -64,6 +71,8 @@ static void usage(FILE *f)
 		"             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
 		"             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
 		"  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
+		"  --lifetimes FILE.csv  lifetime percentiles per site (with -v, histograms too)\n"
+		"  --timeline FILE.svg|FILE.csv  live bytes of the top sites over the attach\n"
 		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
 		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
 		"             blocks count until the collector frees them); promoted: blocks\n"
@@ -149,6 +158,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return -1;
 			}
 			o->format = f;
+		} else if (!strcmp(a, "--lifetimes")) {
+			o->lifetimes_path = v;
+		} else if (!strcmp(a, "--timeline")) {
+			o->timeline_path = v;
 		} else if (!strcmp(a, "--all-views")) {
 			o->all_views_dir = v;
 		} else if (!strcmp(a, "--view")) {
@@ -200,6 +213,30 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds, the clock of bpf_ktime_get_ns. */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A timeline point, if one is due (or forced); a failure is said once. */
+static void timeline_poll(struct timeline *tl, const struct tracer *tr, int force)
+{
+	static int noted;
+
+	if (!tl || !tl->pts)
+		return;
+	if (timeline_sample(tl, mono_ns(), tr->aggs, tracer_n_stacks(tr),
+			    tracer_counter(tr, MEMPROF_CNT_GCS), force) < 0 &&
+	    !noted) {
+		noted = 1;
+		fprintf(stderr, "memprof-bpf: note: out of memory: the timeline stops here\n");
+	}
 }
 
 /* Write the requested rate, after checking the control block's magic. */
@@ -305,7 +342,7 @@ static void refresh_maps(pid_t pid, struct symbolizer *sym)
 
 /* Returns 1 if the target exited. */
 static int trace_loop(const struct options *o, const struct target *t, struct tracer *tr,
-		      struct symbolizer *sym)
+		      struct symbolizer *sym, struct timeline *tl)
 {
 	double end = o->seconds > 0 ? now_s() + o->seconds : 0;
 	int rate_reported = 0, lost_noted = 0;
@@ -325,6 +362,7 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 				strerror(errno));
 		if (poll % MAPS_REFRESH_POLLS == 0)
 			refresh_maps(o->pid, sym);
+		timeline_poll(tl, tr, 0);
 		if (end && now_s() >= end)
 			break;
 	}
@@ -332,7 +370,8 @@ static int trace_loop(const struct options *o, const struct target *t, struct tr
 }
 
 static int write_output(const struct options *o, struct tracer *tr, struct symbolizer *sym,
-			const struct timespec *start)
+			const struct timespec *start, const struct lifetime_input *life,
+			const struct timeline *tl)
 {
 	struct timespec now;
 	struct output_request r = {
@@ -340,7 +379,11 @@ static int write_output(const struct options *o, struct tracer *tr, struct symbo
 	    .all_views_dir = o->all_views_dir,
 	    .format = o->format,
 	    .dsym_flags = o->no_dwarf ? DSYM_NO_DWARF : 0,
-	    .meta = {.pid = o->pid, .rate = o->rate, .view = o->view, .verbose = verbose}};
+	    .meta = {.pid = o->pid, .rate = o->rate, .view = o->view, .verbose = verbose},
+	    .lifetimes = life,
+	    .lifetimes_path = o->lifetimes_path,
+	    .timeline = tl,
+	    .timeline_path = o->timeline_path};
 
 	memcpy(r.paths, o->out_paths, sizeof(r.paths));
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -405,6 +448,9 @@ static int run(const struct options *o, struct symbolizer *sym)
 	struct target t;
 	struct tracer tr;
 	struct timespec start;
+	struct timeline tl = {0};
+	struct lifetime_input life;
+	int64_t censor_ns;
 	int code, exited;
 
 	if (kill(o->pid, 0) && errno == ESRCH)
@@ -450,14 +496,33 @@ static int run(const struct options *o, struct symbolizer *sym)
 		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
 			t.n_files, (int)o->pid);
 	clock_gettime(CLOCK_REALTIME, &start);
-	exited = trace_loop(o, &t, &tr, sym);
+	if (o->timeline_path) {
+		if (timeline_init(&tl, mono_ns(), TIMELINE_INTERVAL_MS * 1000000LL,
+				  TIMELINE_MAX_POINTS))
+			fprintf(stderr, "memprof-bpf: note: out of memory: no timeline\n");
+		timeline_poll(&tl, &tr, 1);
+	}
+	exited = trace_loop(o, &t, &tr, sym, o->timeline_path ? &tl : NULL);
+	/*
+	 * Blocks still in the block map after the detach were alive now (the
+	 * dealloc program goes after this): their lifetimes are censored here.
+	 */
+	censor_ns = mono_ns();
+	if (o->timeline_path)
+		timeline_poll(&tl, &tr, 1);
 	tracer_detach(&tr); /* the target's semaphores drop: it stops sampling */
 	if (exited)
 		fprintf(stderr,
 			"memprof-bpf: note: process %d exited; writing what was collected\n",
 			(int)o->pid);
 	tracer_read_blocks(&tr);
-	code = write_output(o, &tr, sym, &start);
+	life = (struct lifetime_input){.hists = tr.lifetimes,
+				       .n_stacks = tracer_n_stacks(&tr),
+				       .blocks = tr.blocks,
+				       .n_blocks = tr.n_blocks,
+				       .now_ns = (uint64_t)censor_ns};
+	code = write_output(o, &tr, sym, &start, &life, &tl);
+	timeline_free(&tl);
 	report_counters(&tr);
 	tracer_close(&tr);
 	target_free(&t);

@@ -5,7 +5,9 @@
 #ifndef MEMPROF_OUTPUT_H
 #define MEMPROF_OUTPUT_H
 
+#include "lifetimes.h"
 #include "profile.h"
+#include "timeline.h"
 
 enum output_format { FMT_AUTO = -1, FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_TEXT, N_FORMATS };
 
@@ -23,6 +25,11 @@ struct output_request {
 	enum output_format format; /* FMT_AUTO: by each path's extension */
 	unsigned dsym_flags;	   /* DSYM_* */
 	struct profile_meta meta;
+	/* Lifetimes (all outputs show them) and the timeline; NULL: none. */
+	const struct lifetime_input *lifetimes;
+	const char *lifetimes_path; /* --lifetimes FILE.csv (-v: histograms on stderr) */
+	const struct timeline *timeline;
+	const char *timeline_path; /* --timeline FILE.svg or FILE.csv */
 };
 
 /*

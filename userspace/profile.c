@@ -41,6 +41,7 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 				return -1;
 		}
 		s->n_frames = depth;
+		s->id = id;
 		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			p->total_bytes[v] += s->bytes[v];
 			p->total_samples[v] += s->samples[v];
@@ -53,8 +54,10 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks,
 
 void profile_free(struct profile *p)
 {
-	for (size_t i = 0; i < p->n_stacks; i++)
+	for (size_t i = 0; i < p->n_stacks; i++) {
 		free(p->stacks[i].frames);
+		free(p->stacks[i].life);
+	}
 	free(p->stacks);
 	p->stacks = NULL;
 	p->n_stacks = 0;
