@@ -17,9 +17,10 @@ PKG_CONFIG := pkg-config
 WARN := -Wall -Wextra -Werror
 CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fPIC -MMD -MP \
 	-Iruntime-probes/include
-# Sanitized variant of the core, the reference runtime and their tests.
+# Sanitized variant of the core, the reference runtime and their tests;
+# MEMPROF_DEBUG compiles the core's MEMPROF_ASSERTs in (core.h).
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-SAN_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN)
+SAN_CFLAGS := $(filter-out -O2,$(CFLAGS)) -O1 $(SAN) -DMEMPROF_DEBUG
 LDLIBS := -lpthread -lm
 
 # Libraries come from pkg-config, asked once, when first used (after the

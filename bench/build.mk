@@ -33,7 +33,7 @@ $(BENCH_BIN)/mallocpair: $(BUILD)/obj/bench/mallocpair.o
 
 $(BENCH_BIN)/gcscale: $(BUILD)/obj/bench/gcscale.o $(RT_LIB) $(BUILD)/libmemprof.a
 	@mkdir -p $(@D)
-	$(CC) $^ -o $@ $(MEMPROF_LIBS) $(RT_LIBS) $(LDLIBS)
+	$(CC) $^ -o $@ $(MEMPROF_LIBS) $(LDLIBS)
 
 .PHONY: bench bench-tools
 bench-tools: $(BENCH_TOOLS)

@@ -7,8 +7,16 @@ CORE_SRCS := $(wildcard runtime-probes/core/*.c)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 CORE_SAN_OBJS := $(CORE_SRCS:%.c=$(BUILD)/san/obj/%.o)
 
-# _Unwind_Backtrace comes from libgcc_s.
-MEMPROF_LIBS := -lpthread -lm -lgcc_s
+# Call stacks are unwound with libunwind (callstack.c).
+MEMPROF_LIBS = -lpthread -lm $(call pkg_libs,libunwind)
+
+# $(call own_code_section,NAME): objcopy flags moving every code section of
+# an object into one section NAME, whose bounds the final link provides as
+# __start_NAME and __stop_NAME.  The core's is memprof_text: callstack.c
+# drops the frames inside it from every call stack.  (GCC puts code only in
+# these sections without -ffunction-sections.)
+CODE_SECTIONS := .text .text.unlikely .text.hot .text.startup .text.exit
+own_code_section = $(foreach s,$(CODE_SECTIONS),--rename-section $(s)=$(1))
 
 # The core is linked into one relocatable object whose only global symbols
 # are memprof_*: its internal helpers cannot clash with a host's names.
@@ -21,6 +29,7 @@ $(BUILD)/obj/memprof-core.o: $(CORE_OBJS)
 $(BUILD)/san/obj/memprof-core.o: $(CORE_SAN_OBJS)
 $(BUILD)/obj/memprof-core.o $(BUILD)/san/obj/memprof-core.o:
 	ld -r -o $@ $(filter %.o,$^)
+	objcopy $(call own_code_section,memprof_text) $@
 	objcopy $(CORE_KEEP_GLOBALS) $@
 	objcopy $(CORE_LOCALS) $@
 
@@ -46,4 +55,4 @@ TEST_LDLIBS_core = $(call pkg_libs,libelf) $(MEMPROF_LIBS)
 EXTRA_CFLAGS_tests/statmemprof/ := -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls
 TEST_LIBS_statmemprof := $(BUILD)/librt.a $(BUILD)/libmemprof.a
 TEST_SAN_LIBS_statmemprof := $(BUILD)/san/librt.a $(BUILD)/san/libmemprof.a
-TEST_LDLIBS_statmemprof = $(MEMPROF_LIBS) $(RT_LIBS)
+TEST_LDLIBS_statmemprof = $(MEMPROF_LIBS)

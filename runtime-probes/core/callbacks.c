@@ -15,6 +15,8 @@ int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len)
 {
 	struct thread_state *ts = &memprof_ts;
 	struct entry *e = &memprof_core.tbl.t[*ip];
+
+	MEMPROF_ASSERT(*ip < memprof_core.tbl.len && !e->idx_ptr && entry_pending(e));
 	const memprof_tracker *tr = &e->prof->tracker;
 	memprof_allocation info = {0};
 	memprof_alloc_callback alloc_fn = NULL;
@@ -59,6 +61,7 @@ int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len)
 		e->idx_ptr = ip;
 		ts->cb_stack = e->stack;
 		e->stack = NULL;
+		e->stack_len = 0;
 		ts->held = &hs;
 		pthread_mutex_unlock(&memprof_core.lock);
 
@@ -76,7 +79,10 @@ int callbacks_run_one(size_t *ip, const uintptr_t *stack, size_t stack_len)
 		free(ts->cb_stack);
 		ts->cb_stack = NULL;
 		memprof_core.stats.callbacks++;
+		/* Compaction and swaps kept *ip exact while the lock was free. */
+		MEMPROF_ASSERT(*ip < memprof_core.tbl.len);
 		e = &memprof_core.tbl.t[*ip];
+		MEMPROF_ASSERT(e->idx_ptr == ip);
 		e->idx_ptr = NULL;
 	}
 
@@ -112,6 +118,7 @@ int callbacks_run_pending_locked(void)
 {
 	struct entries *tb = &memprof_core.tbl;
 
+	MEMPROF_ASSERT(tb->callback <= tb->len);
 	while (tb->callback < tb->len) {
 		size_t i = tb->callback;
 		struct entry *e = &tb->t[i];
@@ -170,7 +177,9 @@ void memprof_thread_exit(void)
 				size_t i = *hs->idx[k];
 				if (i == NO_INDEX)
 					continue;
+				MEMPROF_ASSERT(i < memprof_core.tbl.len);
 				struct entry *e = &memprof_core.tbl.t[i];
+				MEMPROF_ASSERT(e->idx_ptr == hs->idx[k]);
 				e->idx_ptr = NULL;
 				/* As if the callback had returned MEMPROF_NONE. */
 				entry_drop_profile(e);

@@ -1,57 +1,73 @@
 /*
- * Call stacks for samples: the host's capture_callstack hook if it has one,
- * else libgcc's DWARF unwinder (_Unwind_Backtrace), which needs no frame
- * pointers and does not allocate.
+ * Call stacks for samples, one strategy for every host: unwind the calling
+ * thread (libunwind's unw_backtrace, local only: DWARF call frame
+ * information, no frame pointers needed, no allocation, and a per-address
+ * cache that makes it much cheaper than libgcc's _Unwind_Backtrace: figures
+ * in bench/results/stack-capture.md), or take the host's capture_callstack
+ * hook if it has one; then drop the frames at the top that lie in the
+ * profiler's own code: the core's (its code is all in section memprof_text, see build.mk)
+ * and the ranges the host gave in memprof_host_ops.own_code (rt: its whole
+ * runtime; the malloc host: its whole shared object).  The first frame
+ * kept is the return address into the program that allocated, whichever
+ * path through the host and the core the sample took.
  */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <stdlib.h>
-#include <unwind.h>
+#include <string.h>
 
 #include "core.h"
 
-/* Frames of the core above the host: callstack_capture itself and the
- * exported function that called it. */
-#define CORE_FRAMES 2
 /* Deepest stack captured, whatever callstack_size a profile asked for. */
 #define CALLSTACK_MAX_FRAMES 4096
 
-struct unwind_walk {
-	uintptr_t *buf;
-	size_t max;
-	size_t n;
-	size_t skip;
-};
+/* The bounds of the core's code, set by the linker. */
+extern const char __start_memprof_text[] __attribute__((visibility("hidden")));
+extern const char __stop_memprof_text[] __attribute__((visibility("hidden")));
 
-static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
+/* Does a return address lie in [start, end)?  It follows its call, so the
+ * call itself is at ra - 1 (a call may end a function). */
+static int code_range_has(uintptr_t start, uintptr_t end, uintptr_t ra)
 {
-	struct unwind_walk *w = arg;
-	uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
-
-	if (ip == 0)
-		return _URC_END_OF_STACK;
-	if (w->skip) {
-		w->skip--;
-		return _URC_NO_REASON;
-	}
-	if (w->n >= w->max)
-		return _URC_END_OF_STACK;
-	w->buf[w->n++] = ip;
-	return _URC_NO_REASON;
+	return ra - 1 - start < end - start;
 }
 
-__attribute__((noinline)) size_t callstack_capture(uintptr_t *buf, size_t max)
+/* Is ra a return address into the profiler's own code? */
+static int callstack_is_own(uintptr_t ra)
 {
+	const memprof_code_range *r = memprof_core.ops.own_code;
+
+	if (code_range_has((uintptr_t)__start_memprof_text, (uintptr_t)__stop_memprof_text, ra))
+		return 1;
+	for (size_t i = 0; i < MEMPROF_HOST_OWN_CODE_RANGES; i++)
+		if (r[i].end > r[i].start && code_range_has(r[i].start, r[i].end, ra))
+			return 1;
+	return 0;
+}
+
+size_t callstack_capture(uintptr_t *buf, size_t max)
+{
+	size_t (*hook)(uintptr_t *, size_t) = memprof_core.ops.capture_callstack;
+	size_t want = max + CALLSTACK_SKIP_SLACK, n, first = 0;
+
 	if (max == 0)
 		return 0;
-	size_t (*hook)(uintptr_t *, size_t) = memprof_core.ops.capture_callstack;
 	if (hook) {
-		size_t n = hook(buf, max);
-		return n > max ? max : n;
+		n = hook(buf, want);
+		if (n > want)
+			n = want;
+	} else {
+		int got = unw_backtrace((void **)buf, (int)want);
+		n = got > 0 ? (size_t)got : 0;
 	}
-	struct unwind_walk w = {.buf = buf, .max = max, .skip = CORE_FRAMES};
-	_Unwind_Backtrace(unwind_step, &w);
-	/* Keep this frame a real call frame (no tail call). */
-	__asm__ volatile("" ::: "memory");
-	return w.n;
+	while (first < n && callstack_is_own(buf[first]))
+		first++;
+	n -= first;
+	if (n > max)
+		n = max;
+	if (first && n)
+		memmove(buf, buf + first, n * sizeof(*buf));
+	return n;
 }
 
 size_t callstack_wanted(void)
@@ -71,7 +87,7 @@ void stack_buf_init(struct stack_buf *sb)
 	if (sb->want > CALLSTACK_MAX_FRAMES)
 		sb->want = CALLSTACK_MAX_FRAMES;
 	if (sb->want > MEMPROF_PROBE_MAX_STACK) {
-		sb->buf = malloc(sb->want * sizeof(uintptr_t));
+		sb->buf = malloc((sb->want + CALLSTACK_SKIP_SLACK) * sizeof(uintptr_t));
 		if (!sb->buf) {
 			sb->buf = sb->local;
 			sb->want = MEMPROF_PROBE_MAX_STACK;

@@ -45,6 +45,19 @@ extern struct core_state memprof_core;
 /* Index value meaning "no entry". */
 #define NO_INDEX SIZE_MAX
 
+/*
+ * MEMPROF_ASSERT(cond): an invariant the code relies on at this point, as
+ * OCaml's CAMLassert.  Compiled in only with -DMEMPROF_DEBUG (the sanitized
+ * build, build/san/): a false one prints "file:line: cond" and aborts.
+ * Otherwise it evaluates nothing.
+ */
+#ifdef MEMPROF_DEBUG
+#define MEMPROF_ASSERT(cond) ((cond) ? (void)0 : core_assert_failed(__FILE__, __LINE__, #cond))
+_Noreturn void core_assert_failed(const char *file, int line, const char *cond);
+#else
+#define MEMPROF_ASSERT(cond) ((void)sizeof(!(cond)))
+#endif
+
 /* ---- per-thread state (rng.c, callbacks.c) ---- */
 /* Entries a thread holds busy: the index variables it keeps them in.  Sets
  * nest (a safe point reached inside memprof_track_young's reserve runs
@@ -66,7 +79,7 @@ struct thread_state {
 };
 extern _Thread_local struct thread_state memprof_ts;
 
-/* ---- rate in force (rate.c), readable without the lock ---- */
+/* ---- rate in force (profile.c), readable without the lock ---- */
 struct rate {
 	double lambda;	  /* samples per word, 0 when not sampling */
 	double inv_log1m; /* 1 / log(1 - lambda) (-0.0 when lambda is 1) */
@@ -82,19 +95,23 @@ size_t rng_geometric(const struct rate *r);
 size_t rng_binomial(const struct rate *r, size_t words);
 
 /* ---- call stacks (callstack.c) ---- */
+/* Frames unwound beyond what is asked, for the profiler's own at the top
+ * (the core's, the host's entry and slow path, nested entries). */
+#define CALLSTACK_SKIP_SLACK 32
 /* A capture buffer: on the stack up to the probe maximum, else malloc'ed. */
 struct stack_buf {
-	uintptr_t local[MEMPROF_PROBE_MAX_STACK];
-	uintptr_t *buf;
-	size_t want; /* frames to capture */
-	size_t len;  /* frames captured */
+	uintptr_t local[MEMPROF_PROBE_MAX_STACK + CALLSTACK_SKIP_SLACK];
+	uintptr_t *buf; /* want + CALLSTACK_SKIP_SLACK slots */
+	size_t want;	/* frames to capture */
+	size_t len;	/* frames captured */
 };
 void stack_buf_init(struct stack_buf *sb);
 void stack_buf_free(struct stack_buf *sb);
 /*
- * Capture up to max return addresses of the host code that called the core.
- * Must be called directly from an exported core function (it skips its own
- * frame and that one).
+ * Capture up to max return addresses of the calling thread, innermost
+ * first, starting at the first frame outside the profiler's own code (the
+ * core's, and the host's own_code ranges).  buf has room for
+ * max + CALLSTACK_SKIP_SLACK addresses.  Callable from anywhere in the core.
  */
 size_t callstack_capture(uintptr_t *buf, size_t max);
 /* Frames to capture for a sample now: profile's size, or the probe maximum. */

@@ -30,14 +30,15 @@
  * when it takes the lock back.  This is what lets callbacks run without the
  * lock while other threads sample, collect, compact or run other callbacks.
  *
- * The lock (memprof_core.lock) is held by every function in this file.
+ * The lock (memprof_core.lock) is held by every function in this file (the
+ * debug hooks, which take it themselves, are in debug.c).  MEMPROF_ASSERT
+ * marks the points that rely on an invariant (sanitized build only).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
-#include "memprof_debug.h"
 
 /* First allocation of the table, in entries. */
 #define TABLE_MIN_CAP 64
@@ -47,22 +48,14 @@
 #define TABLE_SHRINK_RATIO 4
 
 static atomic_uint_fast64_t next_id = 1;
-static size_t table_limit; /* 0: no limit (debug hook) */
-
-void memprof_debug_set_table_limit(size_t max_entries)
-{
-	pthread_mutex_lock(&memprof_core.lock);
-	table_limit = max_entries;
-	pthread_mutex_unlock(&memprof_core.lock);
-}
 
 static int entries_grow(void)
 {
 	struct entries *tb = &memprof_core.tbl;
 	size_t cap = tb->cap ? 2 * tb->cap : TABLE_MIN_CAP;
 
-	if (table_limit && cap > table_limit)
-		cap = table_limit;
+	if (tb->limit && cap > tb->limit)
+		cap = tb->limit;
 	if (cap <= tb->len || cap > SIZE_MAX / sizeof(struct entry))
 		return -1;
 	struct entry *t = realloc(tb->t, cap * sizeof(struct entry));
@@ -86,6 +79,7 @@ size_t entries_new(void)
 				return NO_INDEX;
 		}
 	}
+	MEMPROF_ASSERT(tb->len < tb->cap);
 	size_t i = tb->len++;
 	memset(&tb->t[i], 0, sizeof(tb->t[i]));
 	tb->t[i].id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
@@ -100,6 +94,7 @@ void entry_drop_profile(struct entry *e)
 	if (!p)
 		return;
 	e->prof = NULL;
+	MEMPROF_ASSERT(p->refs >= 1);
 	if (--p->refs == 0)
 		free(p);
 }
@@ -109,6 +104,7 @@ void entries_delete(size_t i)
 	struct entries *tb = &memprof_core.tbl;
 	struct entry *e = &tb->t[i];
 
+	MEMPROF_ASSERT(i < tb->len);
 	if (e->deleted)
 		return;
 	entry_drop_profile(e);
@@ -120,18 +116,24 @@ void entries_delete(size_t i)
 		handles_del(e->id);
 	e->deleted = 1;
 	tb->n_deleted++;
+	MEMPROF_ASSERT(tb->n_deleted <= tb->len);
 	if (i < tb->delete)
 		tb->delete = i;
 }
 
-static void entries_moved(size_t to)
+/* The entry at `from` is now at `to`: tell whoever holds its index. */
+static void entries_moved(size_t from, size_t to)
 {
 	struct entry *e = &memprof_core.tbl.t[to];
 
-	if (e->idx_ptr)
+	if (e->idx_ptr) {
+		MEMPROF_ASSERT(*e->idx_ptr == from);
 		*e->idx_ptr = to;
-	if (e->malloc_style && !e->deleted)
+	}
+	if (e->malloc_style && !e->deleted && !e->dead) {
+		MEMPROF_ASSERT(handles_get(e->id) == from);
 		handles_set(e->id, to);
+	}
 }
 
 void entries_compact(void)
@@ -142,6 +144,7 @@ void entries_compact(void)
 	size_t first_kept_deleted = NO_INDEX;
 	size_t j = tb->delete;
 
+	MEMPROF_ASSERT(tb->delete <= tb->len && tb->young <= tb->len && tb->callback <= tb->len);
 	for (size_t i = tb->delete; i < tb->len; i++) {
 		if (i == tb->young)
 			young = j;
@@ -152,11 +155,12 @@ void entries_compact(void)
 			tb->n_deleted--;
 			continue;
 		}
+		MEMPROF_ASSERT(!e->deleted || !e->prof);
 		if (e->deleted && first_kept_deleted == NO_INDEX)
 			first_kept_deleted = j;
 		if (i != j) {
 			tb->t[j] = *e;
-			entries_moved(j);
+			entries_moved(i, j);
 		}
 		j++;
 	}
@@ -164,6 +168,8 @@ void entries_compact(void)
 	tb->callback = callback == NO_INDEX ? j : callback;
 	tb->len = j;
 	tb->delete = first_kept_deleted == NO_INDEX ? j : first_kept_deleted;
+	MEMPROF_ASSERT(tb->young <= tb->len && tb->callback <= tb->len);
+	MEMPROF_ASSERT(tb->n_deleted <= tb->len);
 
 	if (tb->cap > TABLE_MIN_CAP && tb->len < tb->cap / TABLE_SHRINK_RATIO) {
 		size_t cap = tb->cap / 2;
@@ -188,10 +194,11 @@ static void entries_swap(size_t i, size_t j)
 	struct entries *tb = &memprof_core.tbl;
 	struct entry tmp = tb->t[i];
 
+	MEMPROF_ASSERT(i < tb->len && j < tb->len);
 	tb->t[i] = tb->t[j];
 	tb->t[j] = tmp;
-	entries_moved(i);
-	entries_moved(j);
+	entries_moved(j, i);
+	entries_moved(i, j);
 	if (tb->t[i].deleted && i < tb->delete)
 		tb->delete = i;
 	if (tb->t[j].deleted && j < tb->delete)
@@ -204,6 +211,7 @@ size_t entries_make_young(size_t i)
 {
 	struct entries *tb = &memprof_core.tbl;
 
+	MEMPROF_ASSERT(i < tb->len && tb->young <= tb->len);
 	if (i >= tb->young)
 		return i;
 	size_t j = tb->young - 1;
@@ -225,6 +233,7 @@ void entries_note_pending(size_t i)
 	struct entries *tb = &memprof_core.tbl;
 	struct entry *e = &tb->t[i];
 
+	MEMPROF_ASSERT(i < tb->len);
 	if (e->idx_ptr || !entry_pending(e))
 		return;
 	if (i < tb->callback)
@@ -256,6 +265,7 @@ void entries_mark_promoted(size_t i, memprof_value moved)
 {
 	struct entry *e = &memprof_core.tbl.t[i];
 
+	MEMPROF_ASSERT(e->young && !e->dead);
 	e->block = moved;
 	e->promoted = 1;
 	if (e->traced && memprof_promote_semaphore)
@@ -264,103 +274,9 @@ void entries_mark_promoted(size_t i, memprof_value moved)
 
 void entries_release(size_t i)
 {
+	MEMPROF_ASSERT(i < memprof_core.tbl.len && memprof_core.tbl.t[i].idx_ptr &&
+		       *memprof_core.tbl.t[i].idx_ptr == i);
 	memprof_core.tbl.t[i].idx_ptr = NULL;
 	entries_settle(i);
 	entries_note_pending(i);
-}
-
-/* ---- debug hooks (memprof_debug.h) ---- */
-
-static int entry_may_be_young(const struct entry *e)
-{
-	if (e->deleted)
-		return 0;
-	if (e->young && !e->unbound && !e->promoted && !e->dead && !e->malloc_style)
-		return 1;
-	return e->data != MEMPROF_NONE && memprof_core.ops.is_young &&
-	       memprof_core.ops.is_young(e->data);
-}
-
-/* Profiles checked by memprof_debug_check (more are not checked). */
-#define CHECK_MAX_PROFILES 64
-
-/* Each profile's refs counts the entries pointing at it, +1 while sampling,
- * +1 while its handle is known. */
-static int entries_check_profile_refs(void)
-{
-	struct profile *seen[CHECK_MAX_PROFILES];
-	size_t count[CHECK_MAX_PROFILES];
-	size_t n_seen = 0;
-	struct entries *tb = &memprof_core.tbl;
-
-	if (memprof_core.sampling) {
-		seen[0] = memprof_core.sampling;
-		count[0] = 1;
-		n_seen = 1;
-	}
-	for (size_t i = 0; i < tb->len; i++) {
-		struct profile *p = tb->t[i].prof;
-		size_t k = 0;
-		if (!p)
-			continue;
-		while (k < n_seen && seen[k] != p)
-			k++;
-		if (k == n_seen) {
-			if (n_seen == CHECK_MAX_PROFILES)
-				return 0;
-			seen[n_seen] = p;
-			count[n_seen++] = 0;
-		}
-		count[k]++;
-	}
-	for (size_t k = 0; k < n_seen; k++)
-		if (seen[k]->refs != count[k] + (seen[k]->handle != 0))
-			return EFAULT;
-	return 0;
-}
-
-int memprof_debug_check(void)
-{
-	struct entries *tb = &memprof_core.tbl;
-	int err = 0;
-	size_t n_deleted = 0;
-
-	pthread_mutex_lock(&memprof_core.lock);
-	if (tb->len > tb->cap || tb->young > tb->len || tb->callback > tb->len ||
-	    tb->delete > tb->len)
-		err = EFAULT;
-	for (size_t i = 0; !err && i < tb->len; i++) {
-		const struct entry *e = &tb->t[i];
-		if (e->deleted)
-			n_deleted++;
-		if (e->id == 0 || (e->deleted && (i < tb->delete || e->prof)))
-			err = EFAULT;
-		else if (e->idx_ptr && *e->idx_ptr != i)
-			err = EFAULT;
-		else if (e->unbound && !e->idx_ptr)
-			err = EFAULT;
-		else if (i < tb->young && entry_may_be_young(e))
-			err = EFAULT;
-		else if (i < tb->callback && !e->idx_ptr && entry_pending(e))
-			err = EFAULT;
-		else if (e->malloc_style && !e->deleted && !e->dead && handles_get(e->id) != i)
-			err = EFAULT;
-	}
-	if (!err && n_deleted != tb->n_deleted)
-		err = EFAULT;
-	if (!err)
-		err = entries_check_profile_refs();
-	pthread_mutex_unlock(&memprof_core.lock);
-	return err;
-}
-
-void memprof_debug_get_indexes(struct memprof_debug_indexes *out)
-{
-	pthread_mutex_lock(&memprof_core.lock);
-	out->len = memprof_core.tbl.len;
-	out->cap = memprof_core.tbl.cap;
-	out->young = memprof_core.tbl.young;
-	out->callback = memprof_core.tbl.callback;
-	out->delete = memprof_core.tbl.delete;
-	pthread_mutex_unlock(&memprof_core.lock);
 }

@@ -1,7 +1,10 @@
 /*
  * The tracked-block table: one array of entries, as in OCaml 4.11.
- * The invariants are stated in entries.c (design comment) and on each field.
- * Every function here is called with memprof_core.lock held.
+ * The invariants are stated in entries.c (design comment) and on each field;
+ * memprof_debug_check (debug.c) verifies every one of them (enum
+ * memprof_invariant in memprof_debug.h), and MEMPROF_ASSERT (core.h) marks
+ * the points that rely on them.  Every function here is called with
+ * memprof_core.lock held.
  */
 #ifndef MEMPROF_ENTRIES_H
 #define MEMPROF_ENTRIES_H
@@ -32,7 +35,8 @@ struct entry {
 	 * no callback will run any more (only probes, if traced). */
 	struct profile *prof;
 	/* Call stack for a postponed alloc callback (malloc'ed, may be NULL);
-	 * freed once the alloc callback ran.  stack_len <= prof->callstack_size. */
+	 * handed to the alloc callback when it runs, freed once deleted.  NULL
+	 * iff stack_len is 0; stack_len <= prof->callstack_size. */
 	uintptr_t *stack;
 	size_t stack_len;
 	size_t n_samples;    /* >= 1 */
@@ -65,6 +69,7 @@ struct entries {
 	/* delete <= len.  Every deleted entry is at an index >= delete. */
 	size_t delete;
 	size_t n_deleted; /* deleted entries still in t[0, len) */
+	size_t limit;	  /* most entries the array may hold, 0: no limit (debug hook) */
 };
 
 /* New entry at the end of the table, zeroed except id; NO_INDEX on failure
@@ -94,11 +99,12 @@ void entries_mark_promoted(size_t i, memprof_value moved);
 /* Release a busy entry: clear idx_ptr, settle, note pending. */
 void entries_release(size_t i);
 
-/* Handles of malloc-style entries: id -> index (handles.c). */
+/* Handles of malloc-style entries: id -> index (handles.c).  The map holds
+ * exactly the malloc-style entries that are neither deleted nor dead. */
 int handles_put(uint64_t id, size_t idx);  /* 0, or -1 when out of memory */
 size_t handles_get(uint64_t id);	   /* NO_INDEX when absent */
-void handles_set(uint64_t id, size_t idx); /* no-op when absent */
-void handles_del(uint64_t id);
-void handles_reset(void);
+void handles_set(uint64_t id, size_t idx); /* id must be present */
+void handles_del(uint64_t id);		   /* no-op when absent */
+size_t handles_count(void);		   /* ids in the map */
 
 #endif

@@ -14,6 +14,7 @@ void memprof_scan_young_roots(void (*f)(memprof_value *root, void *ctx), void *c
 	struct entries *tb = &memprof_core.tbl;
 
 	pthread_mutex_lock(&memprof_core.lock);
+	MEMPROF_ASSERT(tb->young <= tb->len);
 	for (size_t i = tb->young; i < tb->len; i++)
 		if (!tb->t[i].deleted && tb->t[i].data != MEMPROF_NONE)
 			f(&tb->t[i].data, ctx);
@@ -38,6 +39,7 @@ void memprof_minor_update(void)
 	int pending = 0;
 
 	pthread_mutex_lock(&memprof_core.lock);
+	MEMPROF_ASSERT(tb->young <= tb->len);
 	size_t start = tb->young;
 	for (size_t i = start; i < tb->len; i++) {
 		struct entry *e = &tb->t[i];

@@ -68,6 +68,10 @@ void memprof_block_freed(uint64_t handle)
 	pthread_mutex_lock(&memprof_core.lock);
 	size_t i = handles_get(handle);
 	if (i != NO_INDEX) {
+		MEMPROF_ASSERT(i < memprof_core.tbl.len);
+		MEMPROF_ASSERT(memprof_core.tbl.t[i].id == handle &&
+			       memprof_core.tbl.t[i].malloc_style);
+		MEMPROF_ASSERT(!memprof_core.tbl.t[i].deleted && !memprof_core.tbl.t[i].dead);
 		handles_del(handle);
 		entries_mark_dead(i);
 		entries_settle(i);
@@ -86,6 +90,7 @@ void memprof_epoch_end(void)
 	struct entries *tb = &memprof_core.tbl;
 
 	pthread_mutex_lock(&memprof_core.lock);
+	MEMPROF_ASSERT(tb->young <= tb->len);
 	for (size_t i = tb->young; i < tb->len; i++) {
 		struct entry *e = &tb->t[i];
 		if (e->deleted || !e->malloc_style || !e->young || e->promoted || e->dead)

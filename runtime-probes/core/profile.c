@@ -106,6 +106,7 @@ static int known_reserve_locked(void)
 
 static void profile_unref_locked(struct profile *p)
 {
+	MEMPROF_ASSERT(p->refs >= 1);
 	if (--p->refs == 0)
 		free(p);
 }

@@ -162,6 +162,7 @@ static int young_alloc_callback(struct young_sample *s, const size_t *wosizes,
 
 	pthread_mutex_lock(&memprof_core.lock);
 	struct entry *e = &memprof_core.tbl.t[s->idx];
+	MEMPROF_ASSERT(e->unbound && e->idx_ptr == &s->idx);
 	e->alloc_done = 1;
 	/* A stopped profile runs no alloc callback, not even for the rest of
 	 * the combined allocation whose callback stopped it. */
@@ -215,6 +216,7 @@ static void young_rollback(struct young_sample *smp, size_t n_smp)
 			continue;
 		pthread_mutex_lock(&memprof_core.lock);
 		struct entry *e = &memprof_core.tbl.t[smp[k].idx];
+		MEMPROF_ASSERT(e->idx_ptr == &smp[k].idx);
 		if (e->prof && e->alloc_done && e->data != MEMPROF_NONE &&
 		    e->prof->tracker.dealloc_minor) {
 			memprof_dealloc_callback fn = e->prof->tracker.dealloc_minor;
@@ -247,6 +249,7 @@ static void young_bind(struct young_sample *smp, size_t n_smp, uintptr_t base)
 			continue;
 		size_t i = smp[k].idx;
 		struct entry *e = &memprof_core.tbl.t[i];
+		MEMPROF_ASSERT(i < memprof_core.tbl.len && e->unbound && e->idx_ptr == &smp[k].idx);
 		e->unbound = 0;
 		e->block = base + (smp[k].offset + 1) * WORD;
 		if (!e->deleted)
@@ -370,12 +373,10 @@ static void sample_postponed(memprof_value block, size_t wosize, size_t n_sample
 
 /*
  * One runtime sample of `words` sampled words (binomial count), recorded
- * with `size` as its size and its alloc callback postponed.  Always inlined:
- * the default unwinder skips a fixed number of the core's own frames, so
- * this helper must not add one.
+ * with `size` as its size and its alloc callback postponed.
  */
-static inline __attribute__((always_inline)) void
-track_runtime(memprof_value block, size_t size, size_t words, unsigned source, int young)
+static void track_runtime(memprof_value block, size_t size, size_t words, unsigned source,
+			  int young)
 {
 	struct rate r;
 

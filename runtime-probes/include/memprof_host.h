@@ -21,6 +21,14 @@
 extern "C" {
 #endif
 
+/* Code addresses [start, end). */
+typedef struct memprof_code_range {
+	uintptr_t start, end;
+} memprof_code_range;
+
+/* Ranges a host may declare as its own code (memprof_host_ops.own_code). */
+#define MEMPROF_HOST_OWN_CODE_RANGES 4
+
 /* Hooks the host provides.  Any of them may be NULL where noted. */
 typedef struct memprof_host_ops {
 	/* Is v a pointer into the minor heap?  NULL: nothing is young. */
@@ -41,10 +49,19 @@ typedef struct memprof_host_ops {
 	void (*request_safe_point)(void);
 	/*
 	 * Capture up to max return addresses of the current thread, innermost
-	 * first, skipping the host's and the core's own frames.  NULL: the core
-	 * uses a DWARF unwinder.
+	 * first.  The core drops the leading ones that lie in its own code or in
+	 * own_code, as it does for its own unwinder.  NULL (the usual choice):
+	 * the core unwinds with libunwind (DWARF, no frame pointers needed).
 	 */
 	size_t (*capture_callstack)(uintptr_t *buf, size_t max);
+	/*
+	 * The host's own code: the frames at the top of every captured call
+	 * stack that lie in these ranges are dropped, like the core's own, so a
+	 * stack starts at the return address into the program that allocated
+	 * (rt gives its whole runtime, the malloc host its whole shared
+	 * object).  Unused ranges are {0, 0}.
+	 */
+	memprof_code_range own_code[MEMPROF_HOST_OWN_CODE_RANGES];
 } memprof_host_ops;
 
 /* Install the host.  Call once, before any other memprof function. */

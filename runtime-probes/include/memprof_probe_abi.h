@@ -2,10 +2,10 @@
  * memprof probe ABI: the contract between a memprof host (the code that
  * fires the USDT probes) and a tracer (bpf/memprof.bpf.c and the loader).
  *
- * This header is include-free on purpose: it is included by C11 host code
- * (after <stdint.h>) and by BPF code (after vmlinux.h).  It uses only the
- * fixed-width types __u8/__u16/__u32/__u64, which both sides define
- * (<linux/types.h> in user space, vmlinux.h in BPF).
+ * This header is include-free on purpose: it is included by C11 user-space
+ * code (after <linux/types.h>) and by BPF code (after vmlinux.h).  It uses
+ * only the fixed-width types __u8/__u16/__u32/__u64, which both define;
+ * <stdint.h> does not.
  *
  * Provider: "memprof".  Every probe sits behind its USDT semaphore, so a
  * probe site costs one load and one predictable branch while no tracer is

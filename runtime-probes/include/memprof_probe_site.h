@@ -7,11 +7,10 @@
  * (memprof_<probe>_semaphore, section ".probes") and the control block.
  *
  * On x86-64 a site is a 5-byte nop, not the 1-byte nop of <sys/sdt.h>.  A
- * kernel with the uprobe syscall (6.18 here) rewrites a uprobe on a 5-byte
- * nop, after its first hit, into a call to its [uprobes-trampoline], which
- * skips the int3 trap: one hit with a BPF program attached went from
- * ~780 ns to ~435 ns on this machine.  Older kernels trap on it as on any
- * nop.
+ * kernel with the uprobe syscall rewrites a uprobe on a 5-byte nop, after
+ * its first hit, into a call to its [uprobes-trampoline], which skips the
+ * int3 trap (the cost per hit of both: bench/results/hand-measured.md).
+ * Older kernels trap on it as on any nop.
  *
  * That call and the trampoline push 32 bytes below the stack pointer, into
  * the red zone, where a leaf function may keep live data.  So each site

@@ -10,8 +10,8 @@ $(BUILD)/workload-sites: $(BUILD)/obj/$(WORKLOAD_DIR)/sites.o
 $(BUILD)/workload-seed: $(BUILD)/obj/$(WORKLOAD_DIR)/seed.o
 $(BUILD)/workload-sites $(BUILD)/workload-seed: $(BUILD)/obj/$(WORKLOAD_DIR)/options.o \
 		$(RT_LIB) $(BUILD)/libmemprof.a
-	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(MEMPROF_LIBS) $(RT_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(MEMPROF_LIBS) $(LDLIBS)
 
 $(BUILD)/workload-seed-nohook: $(BUILD)/nohook/obj/$(WORKLOAD_DIR)/seed.o \
 		$(BUILD)/nohook/obj/$(WORKLOAD_DIR)/options.o $(RT_NOHOOK_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(RT_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)

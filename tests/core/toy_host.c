@@ -59,6 +59,14 @@ void toy_init(void)
 	toy.trigger = memprof_renew_minor_sample(toy.young_ptr, toy.young_start);
 }
 
+void toy_set_own_code(uintptr_t start, uintptr_t end)
+{
+	memprof_host_ops ops = toy_ops;
+
+	ops.own_code[0] = (memprof_code_range){start, end};
+	memprof_host_init(&ops);
+}
+
 static void count_root(memprof_value *root, void *ctx)
 {
 	(*(size_t *)ctx)++;

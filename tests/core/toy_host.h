@@ -36,5 +36,7 @@ int toy_alloc(size_t n, const size_t *wosizes, uintptr_t *base_out);
 /* A minor collection: scan young roots (counting them), then minor_update. */
 size_t toy_minor_gc(void);
 int toy_is_young(memprof_value v);
+/* Install the toy host again, declaring [start, end) its own code. */
+void toy_set_own_code(uintptr_t start, uintptr_t end);
 
 #endif

@@ -17,11 +17,12 @@ PRELOAD_CORE := $(BUILD)/preload/libmemprof-core.a
 PRELOAD_CORE_RENAMED := memprof_start memprof_stop memprof_discard \
 	memprof_start_profile memprof_discard_profile
 PRELOAD_EXPORTS := $(PRELOAD_DIR)/exports.map
-PRELOAD_LDLIBS = $(call pkg_libs,libunwind) -ldl -lpthread -lm
+PRELOAD_LDLIBS = -ldl -lpthread -lm
 
 # Hidden by default (only PRELOAD_EXPORT functions are seen), and the
 # per-thread countdown in static TLS (no __tls_get_addr on the fast path).
-EXTRA_CFLAGS_$(PRELOAD_DIR)/ := -fvisibility=hidden -ftls-model=initial-exec
+# The core's folder for idmap.h, the map sampled_blocks.c shares with it.
+EXTRA_CFLAGS_$(PRELOAD_DIR)/ := -fvisibility=hidden -ftls-model=initial-exec -Iruntime-probes/core
 PRELOAD_SAMPLE_BENCH := $(BUILD)/bench/preload-sample-cost
 
 ALL_TARGETS += $(PRELOAD_SO) $(PRELOAD_SAMPLE_BENCH)

@@ -161,9 +161,8 @@ static void profiler_init(void)
 	sampler_configure(
 	    env_bytes(PRELOAD_ENV_YOUNG_EPOCH, PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES),
 	    env_bytes(PRELOAD_ENV_MAJOR_THRESHOLD, PRELOAD_DEFAULT_MAJOR_THRESHOLD_BYTES));
-	callstack_init();
 	memset(&ops, 0, sizeof(ops));
-	ops.capture_callstack = callstack_capture_user;
+	callstack_own_code(&ops.own_code[0]);
 	memprof_host_init(&ops);
 	thread_exit_key_ok = pthread_key_create(&thread_exit_key, thread_exit_destructor) == 0;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);

@@ -10,7 +10,7 @@
  *                      for a lock-free "not sampled" answer at free, and a
  *                      sharded address -> handle table behind it
  *   sampler.c          per-thread countdown, Poisson draws, young epochs
- *   callstack.c        DWARF call stacks (libunwind, local only)
+ *   callstack.c        this object's code range, dropped from call stacks
  *   lifecycle.c        initialisation, environment, fork, thread exit,
  *                      the in-process API (memprof_start/stop/discard, profile handles)
  *   interpose.c        the exported malloc family
@@ -180,8 +180,9 @@ void sampler_configure(size_t young_epoch_bytes, size_t major_threshold_bytes);
 
 /* ---- Call stacks (callstack.c) ---- */
 
-void callstack_init(void);
-size_t callstack_capture_user(uintptr_t *buf, size_t max);
+struct memprof_code_range;
+/* The executable range of this shared object (the host's own_code). */
+void callstack_own_code(struct memprof_code_range *out);
 
 /* ---- Life cycle (lifecycle.c) ---- */
 

@@ -13,18 +13,20 @@ RT_LIB := $(BUILD)/librt.a
 RT_SAN_LIB := $(BUILD)/san/librt.a
 RT_NOHOOK_LIB := $(BUILD)/nohook/librt.a
 
-# Link flags of every program that links a librt: rt's capture_callstack
-# hook unwinds with libunwind ($(RT_DIR)/callstack.c).
-RT_LIBS = $(call pkg_libs,libunwind)
-
 ALL_TARGETS += $(RT_LIB) $(RT_SAN_LIB) $(RT_NOHOOK_LIB)
 
 $(RT_LIB): $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
 $(RT_SAN_LIB): $(RT_SRCS:%.c=$(BUILD)/san/obj/%.o)
 $(RT_NOHOOK_LIB): $(RT_SRCS:%.c=$(BUILD)/nohook/obj/%.o)
+# Each archive holds one object whose code is all in section rt_text:
+# runtime.c gives that range to the core, which drops rt's frames from the
+# top of every call stack (own_code_section: runtime-probes/core/build.mk).
+$(RT_LIB) $(RT_SAN_LIB) $(RT_NOHOOK_LIB): runtime-probes/hosts/rt/build.mk
 $(RT_LIB) $(RT_SAN_LIB) $(RT_NOHOOK_LIB):
 	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
+	ld -r -o $(@:.a=.o) $(filter %.o,$^)
+	objcopy $(call own_code_section,rt_text) $(@:.a=.o)
+	rm -f $@ && $(AR) rcs $@ $(@:.a=.o)
 
 # The no-hook variant: same sources, one macro (see rt_memprof.h).
 $(BUILD)/nohook/obj/%.o: %.c $(PUBLIC_HDRS) | $(DEPS_STAMP)
@@ -32,12 +34,12 @@ $(BUILD)/nohook/obj/%.o: %.c $(PUBLIC_HDRS) | $(DEPS_STAMP)
 	$(CC) $(CFLAGS) -DRT_NO_MEMPROF $(EXTRA_CFLAGS_$(dir $<)) -c $< -o $@
 
 # ---- Test settings (tests/build.mk) ----
-# tests/rt/test_callstack.c checks rt's entry marks (rt_internal.h).
+# tests/rt/ includes rt_internal.h.
 EXTRA_CFLAGS_tests/rt/ := -I$(RT_DIR)
 TEST_SAN_AREAS += rt
 TEST_LIBS_rt := $(RT_LIB) $(BUILD)/libmemprof.a
 TEST_SAN_LIBS_rt := $(RT_SAN_LIB) $(BUILD)/san/libmemprof.a
-TEST_LDLIBS_rt = $(MEMPROF_LIBS) $(RT_LIBS)
+TEST_LDLIBS_rt = $(MEMPROF_LIBS)
 # tests/rt/test_workloads.c runs the workload binaries.
 TEST_NEEDS_rt = $(WORKLOAD_BINS)
 
@@ -51,4 +53,4 @@ TEST_BINS += $(RT_NOHOOK_TESTS)
 $(RT_NOHOOK_TESTS): $(BUILD)/nohook/tests/%: $(BUILD)/obj/tests/%.o $(RT_NOHOOK_LIB)
 	@mkdir -p $(@D)
 	$(call test_link,,rt-nohook)
-TEST_LDLIBS_rt-nohook = $(RT_LIBS)
+TEST_LDLIBS_rt-nohook =

@@ -18,8 +18,7 @@ union finalizer_word {
 	rt_value word;
 };
 
-static int alloc_custom_block(void *data, size_t mem_bytes, void (*finalize)(void *data),
-			      rt_value *out)
+int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data), rt_value *out)
 {
 	size_t wosize = RT_CUSTOM_WOSIZE;
 	union finalizer_word fin = {.word = 0};
@@ -46,15 +45,6 @@ static int alloc_custom_block(void *data, size_t mem_bytes, void (*finalize)(voi
 	}
 	*out = v;
 	return 0;
-}
-
-int rt_alloc_custom(void *data, size_t mem_bytes, void (*finalize)(void *data), rt_value *out)
-{
-	int marked = RT_ENTRY_MARK();
-	int err = alloc_custom_block(data, mem_bytes, finalize, out);
-
-	rt_entry_unmark(marked);
-	return err;
 }
 
 void *rt_custom_data(rt_value block)

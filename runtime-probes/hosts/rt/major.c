@@ -77,7 +77,7 @@ void rt_major_maybe_collect(void)
  * them) run before returning, with the block rooted, so a callback's
  * error reaches the caller (the block is then dropped).
  */
-static int alloc_major_block(size_t wosize, unsigned tag, rt_value *out)
+int rt_alloc_major(size_t wosize, unsigned tag, rt_value *out)
 {
 	rt_value v;
 	int err;
@@ -97,13 +97,4 @@ static int alloc_major_block(size_t wosize, unsigned tag, rt_value *out)
 		return err;
 	*out = v;
 	return 0;
-}
-
-int rt_alloc_major(size_t wosize, unsigned tag, rt_value *out)
-{
-	int marked = RT_ENTRY_MARK();
-	int err = alloc_major_block(wosize, tag, out);
-
-	rt_entry_unmark(marked);
-	return err;
 }

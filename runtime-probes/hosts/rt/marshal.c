@@ -274,7 +274,7 @@ static int alloc_blocks(size_t nblocks, size_t whsize, const size_t *wosizes,
 	return 0;
 }
 
-static int unmarshal_blocks(const void *data, size_t len, rt_value *out)
+int rt_unmarshal(const void *data, size_t len, rt_value *out)
 {
 	struct reader r = {.p = data, .end = (const unsigned char *)data + len};
 	rt_value result = RT_UNIT;
@@ -324,14 +324,5 @@ out:
 	free(blocks);
 	free(wosizes);
 	free(tags);
-	return err;
-}
-
-int rt_unmarshal(const void *data, size_t len, rt_value *out)
-{
-	int marked = RT_ENTRY_MARK();
-	int err = unmarshal_blocks(data, len, out);
-
-	rt_entry_unmark(marked);
 	return err;
 }

@@ -168,28 +168,20 @@ int rt_alloc_young(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
 
 /*
  * The slow path of rt_alloc, out of line so that the fast path needs no
- * stack frame and saves no register.  mutator_return is rt_alloc's own
- * return address: the slow path marks it for the call stack hook.
+ * stack frame and saves no register.
  */
-static __attribute__((noinline)) int alloc_one_slow(size_t wosize, unsigned tag, rt_value *out,
-						    uintptr_t mutator_return)
+static __attribute__((noinline)) int alloc_one_slow(size_t wosize, unsigned tag, rt_value *out)
 {
-	int marked = rt_entry_mark(mutator_return);
-	int err;
-
 	if (tag == RT_CUSTOM_TAG)
-		err = EINVAL;
-	else if (wosize > RT_MAX_YOUNG_WOSIZE)
-		err = rt_alloc_major(wosize, tag, out);
-	else
-		err = rt_alloc_young(1, &wosize, tag, out);
-	rt_entry_unmark(marked);
-	return err;
+		return EINVAL;
+	if (wosize > RT_MAX_YOUNG_WOSIZE)
+		return rt_alloc_major(wosize, tag, out);
+	return rt_alloc_young(1, &wosize, tag, out);
 }
 
 /*
  * The fast path of one block is spelled out: one compare with the limit.
- * Only the slow path can sample: it alone marks the mutator's frame.
+ * Only the slow path can sample.
  */
 int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 {
@@ -208,7 +200,7 @@ int rt_alloc(size_t wosize, unsigned tag, rt_value *out)
 		*out = (rt_value)(p + 1);
 		return 0;
 	}
-	return alloc_one_slow(wosize, tag, out, (uintptr_t)__builtin_return_address(0));
+	return alloc_one_slow(wosize, tag, out);
 }
 
 /*
@@ -233,14 +225,9 @@ uintptr_t rt_young_alloc_raw(size_t whsize)
 
 int rt_alloc_comb(size_t n, const size_t *wosizes, unsigned tag, rt_value *out)
 {
-	int marked, err;
-
 	if (tag == RT_CUSTOM_TAG)
 		return EINVAL;
-	marked = RT_ENTRY_MARK();
-	err = rt_alloc_young(n, wosizes, tag, out);
-	rt_entry_unmark(marked);
-	return err;
+	return rt_alloc_young(n, wosizes, tag, out);
 }
 
 /* ---- Minor collection ---- */

@@ -127,60 +127,6 @@ void rt_roots_free(struct rt_thread *t);
 /* custom.c */
 void rt_custom_finalize(rt_value block);
 
-/*
- * callstack.c: samples start at the mutator.  Each public entry that can
- * sample (rt_alloc's slow path, rt_alloc_major, rt_alloc_comb,
- * rt_alloc_custom, rt_unmarshal) marks, for the calling thread, the return
- * address into its caller, unless an outer entry already did (a nested
- * entry, or an allocation made by a callback, keeps the outer mark), and
- * clears the mark on every return.  The capture hook drops every frame
- * above that return address.
- */
-#if RT_WITH_MEMPROF
-extern _Thread_local uintptr_t rt_mutator_return;
-
-/* 1 if this entry set the mark (and must clear it), 0 if an outer one did. */
-static inline int rt_entry_mark(uintptr_t return_address)
-{
-	if (rt_mutator_return)
-		return 0;
-	rt_mutator_return = return_address;
-	return 1;
-}
-
-static inline void rt_entry_unmark(int marked)
-{
-	if (marked)
-		rt_mutator_return = 0;
-}
-
-/* The thread exits, maybe inside a callback under an entry's mark. */
-static inline void rt_entry_forget(void)
-{
-	rt_mutator_return = 0;
-}
-
-/* memprof_host_ops.capture_callstack */
-size_t rt_capture_callstack(uintptr_t *buf, size_t max);
-#else
-static inline int rt_entry_mark(uintptr_t return_address)
-{
-	(void)return_address;
-	return 0;
-}
-
-static inline void rt_entry_unmark(int marked)
-{
-	(void)marked;
-}
-
-static inline void rt_entry_forget(void)
-{
-}
-#endif
-/* In the public entry itself (not in a helper): its own return address. */
-#define RT_ENTRY_MARK() rt_entry_mark((uintptr_t)__builtin_return_address(0))
-
 /* threads.c */
 int rt_threads_init(void);
 void rt_threads_shutdown(void);

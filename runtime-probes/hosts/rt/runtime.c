@@ -110,15 +110,26 @@ static const memprof_host_ops rt_host_ops = {
     .major_is_dead = host_major_is_dead,
     .update_young_limit = rt_renew_minor_sample,
     .request_safe_point = rt_request_safe_point,
-    .capture_callstack = rt_capture_callstack, /* from the mutator (callstack.c) */
 };
+
+/*
+ * rt's code, all of it in section rt_text (build.mk): its frames are
+ * dropped from the top of call stacks like the core's, so a sample's stack
+ * starts at the return address into the mutator, whichever rt entry (and
+ * nested entries, slow paths) it went through.
+ */
+extern const char __start_rt_text[] __attribute__((visibility("hidden")));
+extern const char __stop_rt_text[] __attribute__((visibility("hidden")));
 
 void rt_memprof_install(void)
 {
 	static int installed;
 
 	if (!installed) {
-		memprof_host_init(&rt_host_ops);
+		memprof_host_ops ops = rt_host_ops;
+		ops.own_code[0] =
+		    (memprof_code_range){(uintptr_t)__start_rt_text, (uintptr_t)__stop_rt_text};
+		memprof_host_init(&ops);
 		installed = 1;
 	}
 }

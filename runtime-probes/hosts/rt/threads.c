@@ -95,7 +95,6 @@ _Noreturn void rt_thread_exit(void *ret)
 	rt_roots_free(t);
 	unlink_thread(t);
 	rt_mp_thread_exit();
-	rt_entry_forget();
 	rt_self = NULL;
 	rt_master_release();
 	pthread_exit(ret);
