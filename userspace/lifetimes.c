@@ -75,7 +75,8 @@ static uint64_t slot_count(const struct lifetime_dist *d, int s)
 
 int lifetime_quantile(const struct lifetime_dist *d, double q, double *ms)
 {
-	uint64_t total = lifetime_dist_died(d, -1) + lifetime_dist_live(d), seen = 0, live_below = 0;
+	uint64_t total = lifetime_dist_died(d, -1) + lifetime_dist_live(d), seen = 0,
+		 live_below = 0;
 	double rank = q * (double)total;
 
 	*ms = 0;

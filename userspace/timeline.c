@@ -407,9 +407,10 @@ static int write_svg(FILE *out, const struct timeline *tl, const struct profile 
 		fprintf(out,
 			"<line class=\"axis\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
 			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
-			X(t), PLOT_Y + PLOT_H, X(t), PLOT_Y + PLOT_H + 5, X(t), PLOT_Y + PLOT_H + 18,
-			t);
-	fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since attach (s)</text>\n",
+			X(t), PLOT_Y + PLOT_H, X(t), PLOT_Y + PLOT_H + 5, X(t),
+			PLOT_Y + PLOT_H + 18, t);
+	fprintf(out,
+		"<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since attach (s)</text>\n",
 		PLOT_X + PLOT_W / 2, PLOT_Y + PLOT_H + 36);
 	/* The stacked areas, the largest site at the bottom. */
 	for (size_t j = 0; j < st->n && tl->n; j++) {
@@ -418,7 +419,8 @@ static int write_svg(FILE *out, const struct timeline *tl, const struct profile 
 
 		human_bytes(b, sizeof(b), s->peak);
 		human_bytes(last, sizeof(last), s->bytes[tl->n - 1]);
-		fprintf(out, "<path class=\"a\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\" d=\"",
+		fprintf(out,
+			"<path class=\"a\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\" d=\"",
 			palette[j % (sizeof(palette) / sizeof(palette[0]))]);
 		for (size_t t = 0; t < tl->n; t++)
 			fprintf(out, "%s%.1f,%.1f ", t ? "L" : "M",
@@ -434,10 +436,11 @@ static int write_svg(FILE *out, const struct timeline *tl, const struct profile 
 	/* gc probes: a tick under the axis at each point after a collection. */
 	for (size_t t = 1; t < tl->n; t++)
 		if (tl->pts[t].gcs != tl->pts[t - 1].gcs)
-			fprintf(out,
-				"<line class=\"gc\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n",
-				X((double)tl->pts[t].t_ns / 1e9), PLOT_Y + PLOT_H - 6,
-				X((double)tl->pts[t].t_ns / 1e9), PLOT_Y + PLOT_H);
+			fprintf(
+			    out,
+			    "<line class=\"gc\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n",
+			    X((double)tl->pts[t].t_ns / 1e9), PLOT_Y + PLOT_H - 6,
+			    X((double)tl->pts[t].t_ns / 1e9), PLOT_Y + PLOT_H);
 	fprintf(out,
 		"<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>"
 		"<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\"/>\n",
