@@ -91,6 +91,18 @@ int lifetime_quantile(const struct lifetime_dist *d, double q, double *ms)
 			continue;
 		}
 		lifetime_slot_range((uint32_t)s, &lo, &hi);
+		/*
+		 * A slot of still-live blocks alone: their exact ages bound it, so a
+		 * lower bound never claims more than the oldest age seen.
+		 */
+		if (c == d->live[s]) {
+			if (d->youngest_live_us > lo)
+				lo = d->youngest_live_us;
+			if (!hi || d->oldest_live_us + 1 < hi)
+				hi = d->oldest_live_us + 1;
+			if (hi < lo)
+				hi = lo;
+		}
 		if (hi)
 			*ms = ((double)lo + (double)(hi - lo) * (rank - (double)seen) / (double)c) /
 			      1000.0;

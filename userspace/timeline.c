@@ -409,9 +409,15 @@ static int write_svg(FILE *out, const struct timeline *tl, const struct profile 
 			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
 			X(t), PLOT_Y + PLOT_H, X(t), PLOT_Y + PLOT_H + 5, X(t),
 			PLOT_Y + PLOT_H + 18, t);
-	fprintf(out,
-		"<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since attach (s)</text>\n",
-		PLOT_X + PLOT_W / 2, PLOT_Y + PLOT_H + 36);
+	{
+		int gcs = tl->n > 1 && tl->pts[tl->n - 1].gcs != tl->pts[0].gcs;
+
+		fprintf(out,
+			"<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time since attach (s)%s"
+			"</text>\n",
+			PLOT_X + PLOT_W / 2, PLOT_Y + PLOT_H + 36,
+			gcs ? "; red ticks: the host's gc probe fired" : "");
+	}
 	/* The stacked areas, the largest site at the bottom. */
 	for (size_t j = 0; j < st->n && tl->n; j++) {
 		const struct series *s = &st->s[j];
