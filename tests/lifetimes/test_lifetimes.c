@@ -33,8 +33,8 @@ static void run_sites(struct run *r)
 	snprintf(r->svg, sizeof(r->svg), "%s/flame.svg", r->dir);
 	snprintf(r->pb, sizeof(r->pb), "%s/profile.pb.gz", r->dir);
 	{
-		const char *extra[] = {"--lifetimes", r->csv, "-v", "-o", r->txt, "-o",
-				       r->svg,	      "-o",   r->pb, NULL};
+		const char *extra[] = {"--lifetimes", r->csv, "-v", "-o",  r->txt,
+				       "-o",	      r->svg, "-o", r->pb, NULL};
 		int code = lt_run("sites", r->dir, RATE, extra);
 
 		cr_assert_eq(code, 0, "loader exit %d: %s", code, read_file(r->err));
@@ -58,8 +58,8 @@ static void check_samples(const struct run *r, const char *site, double blocks)
 	double samples = lt_csv_num(r->csv, site, "samples");
 
 	cr_assert(within_binomial(samples, blocks * BLOCK_WORDS, RATE_NUM),
-		  "%s: %g samples, expected %g +- %g", site, samples, blocks * BLOCK_WORDS * RATE_NUM,
-		  binomial_bound(blocks * BLOCK_WORDS, RATE_NUM));
+		  "%s: %g samples, expected %g +- %g", site, samples,
+		  blocks * BLOCK_WORDS * RATE_NUM, binomial_bound(blocks * BLOCK_WORDS, RATE_NUM));
 }
 
 Test(lifetimes, two_sites_p50_in_their_log2_slots, .timeout = 90)
@@ -83,8 +83,9 @@ Test(lifetimes, two_sites_p50_in_their_log2_slots, .timeout = 90)
 		double want = prog_median_ms(&r, "site_short");
 
 		cr_assert(!isnan(p50), "no site_short row: %s", read_file(r.csv));
-		cr_assert_eq(lt_log2_us(want), 10, "the program's own median %g ms left its slot "
-						   "(machine too loaded?)",
+		cr_assert_eq(lt_log2_us(want), 10,
+			     "the program's own median %g ms left its slot "
+			     "(machine too loaded?)",
 			     want);
 		cr_assert_eq(lt_log2_us(p50), lt_log2_us(want),
 			     "site_short p50 %g ms, the program measured %g ms", p50, want);
@@ -171,8 +172,9 @@ Test(lifetimes, other_outputs_show_the_same_percentiles, .timeout = 90)
 		char cell[32], unit[8];
 
 		/* A percentile reads "193 ms", or ">=193 ms" when a lower bound. */
-		cr_assert_eq(sscanf(row, "%llu %llu %llu %llu %31s %7s", &n, &y, &o, &l, cell, unit),
-			     6, "row: %.200s", row);
+		cr_assert_eq(
+		    sscanf(row, "%llu %llu %llu %llu %31s %7s", &n, &y, &o, &l, cell, unit), 6,
+		    "row: %.200s", row);
 		p50 = strtod(cell + (strncmp(cell, ">=", 2) ? 0 : 2), NULL);
 		cr_assert_str_eq(unit, "ms");
 		cr_assert_eq((double)n, lt_csv_num(r.csv, "site_long", "samples"));
@@ -205,10 +207,11 @@ Test(lifetimes, other_outputs_show_the_same_percentiles, .timeout = 90)
 					     "lifetimes of site site_long: ", 29);
 		for (size_t i = 0; i < pb->n_sample; i++)
 			for (size_t k = 0; k < pb->sample[i]->n_label; k++)
-				labelled += !strcmp(pb->string_table[pb->sample[i]->label[k]->key],
-						    "lifetime_p50") &&
-					    !strcmp(pb->string_table[pb->sample[i]->label[k]->num_unit],
-						    "microseconds");
+				labelled +=
+				    !strcmp(pb->string_table[pb->sample[i]->label[k]->key],
+					    "lifetime_p50") &&
+				    !strcmp(pb->string_table[pb->sample[i]->label[k]->num_unit],
+					    "microseconds");
 		cr_assert_eq(comments, 1, "comments for site_long: %d", comments);
 		cr_assert(labelled > 0, "no lifetime_p50 label");
 		pprof__profile__free_unpacked(pb, NULL);
