@@ -72,48 +72,70 @@ static int wait_code(pid_t pid)
 
 int lt_run(const char *mode, const char *dir, const char *rate, const char *const extra[])
 {
-	static char env[600];
-	char cwd[400], ready[256], out[256], err[256], pidbuf[16], *argv[32];
-	const struct timespec pause = {0, 10000000};
-	int n = 0, code, pcode;
-	pid_t p, l;
+	const char *modes[] = {mode};
 
-	if (!getcwd(cwd, sizeof(cwd)))
+	return lt_run_multi(modes, 1, dir, rate, extra, NULL);
+}
+
+int lt_run_multi(const char *const modes[], int n_progs, const char *dir, const char *rate,
+		 const char *const extra[], int *pids)
+{
+	static char env[600];
+	char cwd[400], ready[LT_MAX_PROGS][256], out[256], err[256], pidbuf[LT_MAX_PROGS][16],
+	    *argv[48];
+	const struct timespec pause = {0, 10000000};
+	int n = 0, code, pcode = 0;
+	pid_t p[LT_MAX_PROGS], l;
+
+	if (!getcwd(cwd, sizeof(cwd)) || n_progs < 1 || n_progs > LT_MAX_PROGS)
 		return -1;
 	snprintf(env, sizeof(env), "LD_PRELOAD=%s/%s", cwd, PRELOAD_SO);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
-	snprintf(out, sizeof(out), "%s/prog.out", dir);
 	snprintf(err, sizeof(err), "%s/loader.err", dir);
-	argv[0] = PROG_BIN;
-	argv[1] = ready;
-	argv[2] = (char *)mode;
-	argv[3] = NULL;
-	p = start(argv, env, out, NULL);
-	if (p <= 0)
-		return -1;
-	for (int i = 0; i < 1000; i++) {
-		char *line = lt_first_line(ready);
-		int got = line && atoi(line) == (int)p;
-
-		free(line);
-		if (got)
-			break;
-		nanosleep(&pause, NULL);
+	for (int k = 0; k < n_progs; k++) {
+		/* The first program's files keep their names: ready, prog.out. */
+		snprintf(ready[k], sizeof(ready[k]), k ? "%s/ready%d" : "%s/ready", dir, k);
+		snprintf(out, sizeof(out), k ? "%s/prog%d.out" : "%s/prog.out", dir, k);
+		argv[0] = PROG_BIN;
+		argv[1] = ready[k];
+		argv[2] = (char *)modes[k];
+		argv[3] = NULL;
+		p[k] = start(argv, env, out, NULL);
+		if (p[k] <= 0) {
+			while (k-- > 0)
+				kill(p[k], SIGKILL), wait_code(p[k]);
+			return -1;
+		}
+		if (pids)
+			pids[k] = (int)p[k];
 	}
-	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)p);
+	for (int k = 0; k < n_progs; k++)
+		for (int i = 0; i < 1000; i++) {
+			char *line = lt_first_line(ready[k]);
+			int got = line && atoi(line) == (int)p[k];
+
+			free(line);
+			if (got)
+				break;
+			nanosleep(&pause, NULL);
+		}
 	argv[n++] = LOADER_BIN;
 	argv[n++] = "attach";
-	argv[n++] = pidbuf;
+	for (int k = 0; k < n_progs; k++) {
+		snprintf(pidbuf[k], sizeof(pidbuf[k]), "%d", (int)p[k]);
+		argv[n++] = pidbuf[k];
+	}
 	argv[n++] = "--rate";
 	argv[n++] = (char *)rate;
-	for (int i = 0; extra && extra[i] && n < 30; i++)
+	for (int i = 0; extra && extra[i] && n < 46; i++)
 		argv[n++] = (char *)extra[i];
 	argv[n] = NULL;
 	l = start(argv, NULL, NULL, err);
 	code = wait_code(l);
-	if (code != 0)
-		kill(p, SIGKILL);
-	pcode = wait_code(p);
+	for (int k = 0; k < n_progs; k++) {
+		if (code != 0)
+			kill(p[k], SIGKILL);
+		pcode |= wait_code(p[k]);
+	}
 	return pcode == 0 ? code : -1;
 }
 

@@ -24,6 +24,16 @@ void lt_tmpdir(char *out, size_t len);
  */
 int lt_run(const char *mode, const char *dir, const char *rate, const char *const extra[]);
 
+/*
+ * The same with n_progs programs (modes[k] each, at most LT_MAX_PROGS),
+ * all attached by one loader (attach PID PID...); their pids into pids
+ * (unless NULL).  The first program's output is dir/prog.out, the k-th's
+ * dir/progK.out.
+ */
+#define LT_MAX_PROGS 4
+int lt_run_multi(const char *const modes[], int n_progs, const char *dir, const char *rate,
+		 const char *const extra[], int *pids);
+
 /* The first line of a file, malloc'ed (no newline); NULL if unreadable. */
 char *lt_first_line(const char *path);
 

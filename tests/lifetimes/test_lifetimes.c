@@ -220,3 +220,54 @@ Test(lifetimes, other_outputs_show_the_same_percentiles, .timeout = 90)
 	free(txt);
 	free(svg);
 }
+
+/*
+ * attach PID PID: lifetimes and the timeline are per process.  The sites
+ * program and the steps program under one loader: each site's CSV row
+ * names its own process in the pid column, site_short's p50 is still in
+ * its log2 slot, and the timeline's site_step rows belong to the steps
+ * program.
+ */
+Test(lifetimes, two_processes_each_site_in_its_own_process, .timeout = 120)
+{
+	const char *modes[] = {"sites", "steps"};
+	char dir[64], csv[128], tl[128], err[128], cell[64], line[512];
+	int pids[2], code, step_rows = 0;
+	FILE *f;
+
+	lt_tmpdir(dir, sizeof(dir));
+	cr_assert(dir[0], "no temporary directory");
+	snprintf(csv, sizeof(csv), "%s/lifetimes.csv", dir);
+	snprintf(tl, sizeof(tl), "%s/timeline.csv", dir);
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	{
+		const char *extra[] = {"--lifetimes", csv, "--timeline", tl, NULL};
+
+		code = lt_run_multi(modes, 2, dir, RATE, extra, pids);
+		cr_assert_eq(code, 0, "loader exit %d: %s", code, read_file(err));
+	}
+	cr_assert_eq(lt_csv_cell(csv, "site_short", "pid", cell, sizeof(cell)), 0,
+		     "no site_short row: %s", read_file(csv));
+	cr_assert_eq(atoi(cell), pids[0], "site_short in pid %s, not %d", cell, pids[0]);
+	cr_assert_eq(lt_csv_cell(csv, "site_step", "pid", cell, sizeof(cell)), 0,
+		     "no site_step row: %s", read_file(csv));
+	cr_assert_eq(atoi(cell), pids[1], "site_step in pid %s, not %d", cell, pids[1]);
+	cr_assert_eq(lt_log2_us(lt_csv_num(csv, "site_short", "p50_ms")), 10,
+		     "site_short p50 %g ms", lt_csv_num(csv, "site_short", "p50_ms"));
+	f = fopen(tl, "r");
+	cr_assert(f, "no %s", tl);
+	cr_assert(fgets(line, sizeof(line), f));
+	cr_assert_str_eq(line, "time_s,gcs,site,live_bytes,live_samples,pid\n");
+	while (fgets(line, sizeof(line), f)) {
+		char site[128];
+		int pid = 0;
+
+		if (sscanf(line, "%*[^,],%*[^,],%127[^,],%*[^,],%*[^,],%d", site, &pid) == 2 &&
+		    !strcmp(site, "site_step")) {
+			cr_assert_eq(pid, pids[1], "timeline: site_step in pid %d", pid);
+			step_rows++;
+		}
+	}
+	fclose(f);
+	cr_assert(step_rows > 0, "no site_step point in the timeline");
+}
