@@ -15,6 +15,9 @@
 #include "pprof.h"
 #include "text_report.h"
 
+/* Sites whose lifetime histograms -v prints. */
+#define LIFETIMES_HIST_TOP 10
+
 static const char *const format_names[N_FORMATS] = {"folded", "pprof", "svg", "text"};
 
 int output_format_parse(const char *s)
@@ -116,6 +119,38 @@ static int write_all(const struct output_request *r, const struct profile *p)
 	return EXIT_OK;
 }
 
+/* --lifetimes and --timeline (and, with -v, the lifetime histograms). */
+static int write_lifetimes_timeline(const struct output_request *r, const struct profile *p)
+{
+	FILE *f;
+
+	if (r->lifetimes_path) {
+		f = fopen(r->lifetimes_path, "w");
+		if (!f)
+			return fail("", r->lifetimes_path);
+		if (lifetimes_csv_write(f, p)) {
+			fclose(f);
+			return fail("", r->lifetimes_path);
+		}
+		if (fclose(f))
+			return fail("", r->lifetimes_path);
+		if (p->meta.verbose && lifetimes_hist_write(stderr, p, LIFETIMES_HIST_TOP))
+			return fail("the lifetime histograms", NULL);
+	}
+	if (r->timeline_path && r->timeline) {
+		f = fopen(r->timeline_path, "w");
+		if (!f)
+			return fail("", r->timeline_path);
+		if (timeline_write(f, r->timeline, p, timeline_format_of_path(r->timeline_path))) {
+			fclose(f);
+			return fail("", r->timeline_path);
+		}
+		if (fclose(f))
+			return fail("", r->timeline_path);
+	}
+	return EXIT_OK;
+}
+
 static double cpu_now(void)
 {
 	struct timespec ts;
@@ -138,6 +173,8 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 	struct output_source src = {
 	    .pid = r->meta.pid, .stacks = stacks, .aggs = aggs, .n = n, .sym = sym};
 
+	/* No lifetimes from here: output_write_sources with src.life has them. */
+
 	return output_write_sources(r, &src, 1);
 }
 
@@ -147,6 +184,7 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	double w0 = wall_now(), c0 = cpu_now();
 	struct rusage before, after;
 	struct profile_part parts[PROFILE_MAX_PARTS];
+	struct lifetime_input life[PROFILE_MAX_PARTS];
 	struct profile p;
 	int code, oom = 0;
 
@@ -203,7 +241,18 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 			p.n_stacks, addrs, lines, mods, dwarf, (wall_now() - w0) * 1e3,
 			(cpu_now() - c0) * 1e3, after.ru_maxrss, before.ru_maxrss);
 	}
+	for (size_t i = 0; i < n_src; i++)
+		life[i] = src[i].life;
+	if (lifetimes_attach(&p, life, n_src)) {
+		profile_free(&p);
+		for (size_t i = 0; i < n_src; i++)
+			dsym_free(parts[i].dsym);
+		fprintf(stderr, "memprof-bpf: out of memory reading the lifetimes\n");
+		return EXIT_FAILED;
+	}
 	code = write_all(r, &p);
+	if (!code)
+		code = write_lifetimes_timeline(r, &p);
 	profile_free(&p);
 	for (size_t i = 0; i < n_src; i++)
 		dsym_free(parts[i].dsym);

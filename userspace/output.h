@@ -5,7 +5,9 @@
 #ifndef MEMPROF_OUTPUT_H
 #define MEMPROF_OUTPUT_H
 
+#include "lifetimes.h"
 #include "profile.h"
+#include "timeline.h"
 
 enum output_format { FMT_AUTO = -1, FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_TEXT, N_FORMATS };
 
@@ -23,6 +25,14 @@ struct output_request {
 	enum output_format format; /* FMT_AUTO: by each path's extension */
 	unsigned dsym_flags;	   /* DSYM_* */
 	struct profile_meta meta;
+	/*
+	 * --lifetimes (needs the sources' lifetimes) and --timeline; NULL:
+	 * none.  The lifetimes, when the sources have them, show in every
+	 * output (text table, SVG tooltips, pprof labels and comments).
+	 */
+	const char *lifetimes_path;	 /* --lifetimes FILE.csv (-v: histograms on stderr) */
+	const struct timeline *timeline; /* its parts are the sources, in order */
+	const char *timeline_path;	 /* --timeline FILE.svg or FILE.csv */
 };
 
 /*
@@ -41,6 +51,7 @@ struct output_source {
 	const struct memprof_stack_agg *aggs;
 	uint32_t n;
 	struct symbolizer *sym;
+	struct lifetime_input life; /* life.hists NULL: no lifetimes */
 };
 
 /* The same for several processes in one profile (at most PROFILE_MAX_PARTS). */

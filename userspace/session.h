@@ -36,6 +36,9 @@ struct attach_opts {
 	int verbose;
 	double every; /* --every SECONDS: snapshots into snapshot_dir */
 	const char *snapshot_dir;
+	/* Lifetimes and the timeline (lifetimes.c, timeline.c) */
+	const char *lifetimes_path; /* --lifetimes FILE.csv */
+	const char *timeline_path;  /* --timeline FILE.svg|FILE.csv */
 	/* top */
 	unsigned long rows;
 	int sort; /* enum memprof_view */
@@ -59,6 +62,7 @@ struct traced {
 	struct tracer tr;
 	int opened, exited, rate_reported, lost_noted, forgot_noted;
 	struct memprof_stack_agg *snap_prev; /* --every: aggregates at the last snapshot */
+	uint64_t exit_ns; /* CLOCK_MONOTONIC ns when it was seen gone (0: alive) */
 };
 
 struct session {
@@ -70,6 +74,10 @@ struct session {
 	int progress;	  /* a status line is shown on stderr (a terminal) */
 	int progress_len; /* characters of the status line on screen */
 	int detached;
+	/* --timeline: live bytes of every process's stacks, one point per due
+	 * poll (timeline.h); pts NULL: none. */
+	struct timeline tl;
+	int tl_noted; /* out of memory said once */
 };
 
 /* Set by SIGINT/SIGTERM once session_signals() installed the handlers. */
@@ -91,7 +99,10 @@ int session_start(struct session *s, const struct attach_opts *o);
 int session_poll(struct session *s, unsigned poll);
 /* Detach every process and read the block maps a last time. */
 void session_detach(struct session *s);
-/* Write what the session collected as r asks (r->meta filled here). */
+/*
+ * Write what the session collected as r asks (r->meta filled here; the
+ * lifetimes, --lifetimes and --timeline from the session's options).
+ */
 int session_write(struct session *s, struct output_request *r);
 /* The "memprof-bpf: stats:" line(s) and the notes on drops. */
 void session_report(const struct session *s);
