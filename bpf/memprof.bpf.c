@@ -23,6 +23,8 @@ const volatile __u32 target_tgid = 0;
 __u64 target_mm = 0;
 /* The first block id this tracer saw sampled (ids increase in the core). */
 __u64 first_id = 0;
+/* Set by the loader before load: 0 leaves the lifetime histograms out (bench). */
+const volatile __u32 lifetime_hists = 1;
 
 /* Exported to the loader through the skeleton's .bss. */
 __u64 counters[MEMPROF_N_COUNTERS] = {};
@@ -69,6 +71,13 @@ struct {
 	__type(key, __u64);
 	__type(value, __u8);
 } untracked SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MEMPROF_MAX_STACKS);
+	__type(key, __u32);
+	__type(value, struct memprof_lifetime_hist);
+} lifetimes SEC(".maps");
 
 /* errno of an insert with BPF_NOEXIST on a present key (vmlinux.h has no errno.h). */
 #define ERR_KEY_EXISTS 17
@@ -351,11 +360,53 @@ int BPF_USDT(memprof_promote, __u64 id)
 	return 0;
 }
 
+/* floor(log2(v)) for v > 0, by halving the range: six steps, no loop. */
+static __always_inline __u32 log2_floor(__u64 v)
+{
+	__u32 r = 0, shift;
+
+	shift = (v > 0xffffffffull) << 5;
+	v >>= shift, r |= shift;
+	shift = (v > 0xffff) << 4;
+	v >>= shift, r |= shift;
+	shift = (v > 0xff) << 3;
+	v >>= shift, r |= shift;
+	shift = (v > 0xf) << 2;
+	v >>= shift, r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift, r |= shift;
+	return r | (__u32)(v >> 1);
+}
+
+/*
+ * A tracked block died: its lifetime goes to its stack's histogram of that
+ * kind of death (memprof_maps.h gives the slots).  One array lookup, which
+ * the verifier inlines, and one atomic add.
+ */
+static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples,
+					 __u64 alloc_ns)
+{
+	struct memprof_lifetime_hist *h = bpf_map_lookup_elem(&lifetimes, &stack_id);
+	__u64 now = bpf_ktime_get_ns(), us;
+	__u32 slot = 0;
+
+	if (!h)
+		return;
+	us = now > alloc_ns ? (now - alloc_ns) / 1000 : 0;
+	if (us)
+		slot = log2_floor(us) + 1;
+	if (slot >= MEMPROF_LIFETIME_SLOTS)
+		slot = MEMPROF_LIFETIME_SLOTS - 1;
+	__sync_fetch_and_add(&h->slots[kind == MEMPROF_PROBE_KIND_MINOR ? MEMPROF_DIED_YOUNG
+									: MEMPROF_DIED_OLD][slot],
+			     n_samples);
+}
+
 SEC("usdt")
 int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 {
 	struct memprof_block *b;
-	__u64 n, est, obj;
+	__u64 n, est, obj, alloc_ns;
 	__u32 stack_id;
 
 	if (!is_target())
@@ -380,6 +431,7 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	est = b->est_bytes;
 	obj = b->est_objects_q16;
 	stack_id = b->stack_id;
+	alloc_ns = b->alloc_ns;
 	if (bpf_map_delete_elem(&blocks, &id)) {
 		/* Someone else reported this death first. */
 		count(MEMPROF_CNT_ORPHAN_DEALLOCS);
@@ -389,6 +441,8 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	if (kind == MEMPROF_PROBE_KIND_MINOR)
 		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est, obj);
 	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est, -obj);
+	if (lifetime_hists)
+		lifetime_add(stack_id, kind, n, alloc_ns);
 	return 0;
 }
 

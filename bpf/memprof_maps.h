@@ -10,6 +10,7 @@
  *   stack_ids  hash, 64-bit hash of the PCs -> stack id (dedupe)
  *   blocks     hash, block id -> struct memprof_block (tracked, not yet dead)
  *   untracked  LRU hash, block id -> 1: sampled while blocks was full
+ *   lifetimes  array (mmapable), stack id -> struct memprof_lifetime_hist
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
@@ -83,6 +84,27 @@ struct memprof_block {
 	__u64 est_objects_q16; /* objects it stands for, 1/65536 units */
 	__u32 stack_id;
 	__u32 flags; /* MEMPROF_BLOCK_* */
+};
+
+/*
+ * Lifetimes of tracked blocks that died, per stack and per kind of death, as
+ * log2 histograms of microseconds (death time minus sample time): slot 0
+ * holds lifetimes under 1 us, slot k (1 <= k < MEMPROF_LIFETIME_SLOTS - 1)
+ * those in [2^(k-1), 2^k) us, and the last slot everything longer (from
+ * 2^(MEMPROF_LIFETIME_SLOTS - 2) us, about 4.8 hours, on).  Each death adds
+ * the block's n_samples to its slot: the histogram weighs lifetimes as the
+ * views weigh bytes.  Blocks still alive when the loader stops are not here:
+ * the loader reads their ages from the block map (censored lifetimes).
+ */
+#define MEMPROF_LIFETIME_SLOTS 36
+enum memprof_death {
+	MEMPROF_DIED_YOUNG = 0, /* dealloc of kind minor (the short view) */
+	MEMPROF_DIED_OLD = 1,	/* dealloc of kind major */
+	MEMPROF_N_DEATHS = 2,
+};
+
+struct memprof_lifetime_hist {
+	__u64 slots[MEMPROF_N_DEATHS][MEMPROF_LIFETIME_SLOTS];
 };
 
 /* counters[] indexes: events seen, drops, checked invariants. */

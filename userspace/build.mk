@@ -216,3 +216,22 @@ $(FUZZ_PROGS)/fuzz-maps: tests/fuzz/progs/fuzz_maps.c userspace/procmaps.c users
 	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@
 
 TEST_NEEDS_fuzz = $(FUZZ_BINS)
+# ---- tests/lifetimes: lifetimes and the timeline (userspace/lifetimes.c,
+# userspace/timeline.c) on programs of known lifetimes and known live-memory
+# steps, run under the malloc host ----
+LIFETIMES_PROGS_DIR := $(BUILD)/tests/lifetimes/progs
+LIFETIMES_PROGS := $(patsubst tests/lifetimes/progs/%.c,$(LIFETIMES_PROGS_DIR)/%, \
+	$(wildcard tests/lifetimes/progs/*.c))
+
+$(LIFETIMES_PROGS_DIR)/%: tests/lifetimes/progs/%.c tests/output/progs/wait_tracer.h \
+		$(PRELOAD_SO) $(PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g -Iruntime-probes/include -Itests/output/progs \
+		-o $@ $< -L$(BUILD) -lmemprof-preload -Wl,-rpath,'$$ORIGIN/../../..'
+
+ALL_TARGETS += $(LIFETIMES_PROGS)
+
+EXTRA_CFLAGS_tests/lifetimes/ := -Iuserspace -Ibpf -I$(BUILD) -I$(PPROF_GEN_DIR)
+TEST_LIBS_lifetimes := $(LOADER_LIB_OBJS)
+TEST_LDLIBS_lifetimes = $(LOADER_LIBS)
+TEST_NEEDS_lifetimes = $(LOADER) $(PRELOAD_SO) $(LIFETIMES_PROGS)

@@ -30,6 +30,8 @@ static const struct option long_opts[] = {
     {"preload", required_argument, NULL, OPT_PRELOAD},
     {"every", required_argument, NULL, OPT_EVERY},
     {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
+    {"lifetimes", required_argument, NULL, OPT_LIFETIMES},
+    {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -37,51 +39,61 @@ static const struct option long_opts[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: memprof-bpf attach PID [PID...] [-d SECONDS] [-o FILE] [--view "
-		"alloc|live|promoted|short]\n"
-		"                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
-		"                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
-		"                             [--every SECONDS --snapshot-dir DIR]\n"
-		"                             [--no-inject] [--preload LIB]\n"
-		"Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
-		"call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
-		"DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT, SIGTERM\n"
-		"or SIGHUP, or when PID exits.  Outputs are opened before tracing and replaced\n"
-		"whole at the end; if writing fails, the profile goes to a file in $TMPDIR (or\n"
-		"/tmp), and the error names it.  With several PIDs, every stack starts with a "
-		"frame naming\n"
-		"its process, \"comm (pid)\", and pprof samples carry a pid label.  A dynamically\n"
-		"linked process without the probes gets the malloc host (libmemprof-preload.so)\n"
-		"loaded into it first, without a restart.\n"
-		"  -d, --duration SECONDS  stop after SECONDS\n"
-		"  -o, --output FILE  write FILE (repeatable)\n"
-		"  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
-		"             svg (interactive flame graph of --view), text (report with 95%%\n"
-		"             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
-		"             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
-		"  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
-		"  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
-		"             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
-		"             blocks count until the collector frees them); promoted: blocks\n"
-		"             promoted; short: blocks freed while young\n"
-		"  --rate R   sampling rate per word asked of the target (default %g)\n"
-		"  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
-		"             when full, samples still count in alloc and a note reports drops\n"
-		"  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
-		"             named by its UTC time (YYYYmmddTHHMMSS.mmmZ.ext, in --format):\n"
-		"             alloc, promoted and short over the interval, live at its end\n"
-		"  --no-inject  never load the malloc host: a process without probes is an error\n"
-		"  --preload LIB  the malloc host to load (default: libmemprof-preload.so next to\n"
-		"             this program, or in ../lib)\n"
-		"  -v, --verbose  verbose, with libbpf's own log\n"
-		"On a terminal, a status line shows the elapsed time, samples, live blocks and\n"
-		"drops.\n"
-		"Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
-		"(no such process, no memprof probes, corrupt ELF, a process that cannot be\n"
-		"injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
-		"kernel without BTF/uprobes, 4 BPF or output failure.\n",
-		MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS);
+	fprintf(
+	    f,
+	    "usage: memprof-bpf attach PID [PID...] [-d SECONDS] [-o FILE] [--view "
+	    "alloc|live|promoted|short]\n"
+	    "                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
+	    "                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
+	    "                             [--every SECONDS --snapshot-dir DIR]\n"
+	    "                             [--no-inject] [--preload LIB]\n"
+	    "                             [--lifetimes FILE.csv] [--timeline FILE.svg|FILE.csv]\n"
+	    "Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
+	    "call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
+	    "DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT, SIGTERM\n"
+	    "or SIGHUP, or when PID exits.  Outputs are opened before tracing and replaced\n"
+	    "whole at the end; if writing fails, the profile goes to a file in $TMPDIR (or\n"
+	    "/tmp), and the error names it.  With several PIDs, every stack starts with a frame "
+	    "naming\n"
+	    "its process, \"comm (pid)\", and pprof samples carry a pid label.  A dynamically\n"
+	    "linked process without the probes gets the malloc host (libmemprof-preload.so)\n"
+	    "loaded into it first, without a restart.\n"
+	    "  -d, --duration SECONDS  stop after SECONDS\n"
+	    "  -o, --output FILE  write FILE (repeatable)\n"
+	    "  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
+	    "             svg (interactive flame graph of --view), text (report with 95%%\n"
+	    "             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
+	    "             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
+	    "  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
+	    "  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
+	    "             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
+	    "             blocks count until the collector frees them); promoted: blocks\n"
+	    "             promoted; short: blocks freed while young\n"
+	    "  --rate R   sampling rate per word asked of the target (default %g)\n"
+	    "  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
+	    "             when full, samples still count in alloc and a note reports drops\n"
+	    "  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
+	    "             named by its UTC time (YYYYmmddTHHMMSS.mmmZ.ext, in --format):\n"
+	    "             alloc, promoted and short over the interval, live at its end\n"
+	    "  --lifetimes FILE.csv  lifetime percentiles per allocation site, from sample to\n"
+	    "             death (blocks still alive: their age, a lower bound); with -v also\n"
+	    "             each top site's histogram on stderr.  The text report, the SVG\n"
+	    "             tooltips and pprof labels show the same percentiles\n"
+	    "  --timeline FILE.svg|FILE.csv  estimated live bytes of the top sites over the\n"
+	    "             attach: a stacked-area chart, or CSV (by the extension)\n"
+	    "             With several PIDs a site is per process: \"site [comm (pid)]\",\n"
+	    "             and the CSV files end with a pid column\n"
+	    "  --no-inject  never load the malloc host: a process without probes is an error\n"
+	    "  --preload LIB  the malloc host to load (default: libmemprof-preload.so next to\n"
+	    "             this program, or in ../lib)\n"
+	    "  -v, --verbose  verbose, with libbpf's own log\n"
+	    "On a terminal, a status line shows the elapsed time, samples, live blocks and\n"
+	    "drops.\n"
+	    "Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
+	    "(no such process, no memprof probes, corrupt ELF, a process that cannot be\n"
+	    "injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
+	    "kernel without BTF/uprobes, 4 BPF or output failure.\n",
+	    MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS);
 }
 
 static int parse(int argc, char **argv, struct attach_opts *o)
@@ -182,6 +194,8 @@ int cmd_attach(int argc, char **argv)
 	r.n_paths = o.n_out;
 	r.all_views_dir = o.all_views_dir;
 	r.format = o.format;
+	r.lifetimes_path = o.lifetimes_path;
+	r.timeline_path = o.timeline_path;
 	memcpy(r.paths, o.out_paths, sizeof(r.paths));
 	code = output_files_open(&files, &r, 1);
 	if (code)

@@ -15,6 +15,9 @@
 #include "pprof.h"
 #include "text_report.h"
 
+/* Sites whose lifetime histograms -v prints. */
+#define LIFETIMES_HIST_TOP 10
+
 static const char *const format_names[N_FORMATS] = {"folded", "pprof", "svg", "text"};
 
 int output_format_parse(const char *s)
@@ -68,6 +71,8 @@ static void files_init(struct output_files *f)
 	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
 		f->views[v].fd = -1;
 	f->out.fd = -1;
+	f->lifetimes.fd = -1;
+	f->timeline.fd = -1;
 }
 
 void output_files_close(struct output_files *f)
@@ -79,6 +84,10 @@ void output_files_close(struct output_files *f)
 			outfile_close(&f->views[v]);
 	if (f->has_stdout)
 		outfile_close(&f->out);
+	if (f->has_lifetimes)
+		outfile_close(&f->lifetimes);
+	if (f->has_timeline)
+		outfile_close(&f->timeline);
 	files_init(f);
 }
 
@@ -101,6 +110,16 @@ int output_files_open(struct output_files *f, const struct output_request *r, in
 	for (int i = 0; i < r->n_paths; i++) {
 		f->n_paths = i + 1;
 		if (outfile_open(&f->paths[i], r->paths[i], err, sizeof(err)))
+			goto fail;
+	}
+	if (r->lifetimes_path) {
+		f->has_lifetimes = 1;
+		if (outfile_open(&f->lifetimes, r->lifetimes_path, err, sizeof(err)))
+			goto fail;
+	}
+	if (r->timeline_path) {
+		f->has_timeline = 1;
+		if (outfile_open(&f->timeline, r->timeline_path, err, sizeof(err)))
 			goto fail;
 	}
 	if (!r->n_paths && !r->all_views_dir && with_stdout) {
@@ -130,6 +149,38 @@ static int format_writer_run(FILE *f, void *ctx)
 }
 
 static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt"};
+
+/* Write one file with fn; a failure is one line (with the fallback file, if any). */
+static int write_with(struct outfile *o, outfile_writer fn, void *ctx, const char *tag)
+{
+	char err[ERR_LEN];
+
+	if (!outfile_write(o, fn, ctx, tag, err, sizeof(err)))
+		return EXIT_OK;
+	fprintf(stderr, "memprof-bpf: %s\n", err);
+	return EXIT_FAILED;
+}
+
+static int lifetimes_writer(FILE *f, void *ctx)
+{
+	errno = 0;
+	return lifetimes_csv_write(f, ctx) ? -1 : 0;
+}
+
+struct timeline_writer {
+	const struct output_request *r;
+	const struct profile *p;
+};
+
+static int timeline_writer_run(FILE *f, void *ctx)
+{
+	const struct timeline_writer *w = ctx;
+
+	errno = 0;
+	return timeline_write(f, w->r->timeline, w->p, timeline_format_of_path(w->r->timeline_path))
+		   ? -1
+		   : 0;
+}
 
 /* Write one file; a failure is one line (with the fallback file, if any). */
 static int write_one(struct outfile *o, const struct profile *p, enum output_format fmt,
@@ -176,6 +227,23 @@ static int write_all(const struct output_request *r, const struct profile *p)
 		snprintf(tag, sizeof(tag), "stdout%s", format_ext[fmt]);
 		code |= write_one(&files->out, p, fmt, p->meta.view, tag);
 	}
+	if (files->has_lifetimes) {
+		const char *base = strrchr(r->lifetimes_path, '/');
+
+		snprintf(tag, sizeof(tag), "%.80s", base ? base + 1 : r->lifetimes_path);
+		code |= write_with(&files->lifetimes, lifetimes_writer, (void *)p, tag);
+		if (p->meta.verbose && lifetimes_hist_write(stderr, p, LIFETIMES_HIST_TOP)) {
+			fprintf(stderr, "memprof-bpf: cannot write the lifetime histograms\n");
+			code = EXIT_FAILED;
+		}
+	}
+	if (files->has_timeline && r->timeline) {
+		struct timeline_writer tw = {r, p};
+		const char *base = strrchr(r->timeline_path, '/');
+
+		snprintf(tag, sizeof(tag), "%.80s", base ? base + 1 : r->timeline_path);
+		code |= write_with(&files->timeline, timeline_writer_run, &tw, tag);
+	}
 	if (files == &own)
 		output_files_close(&own);
 	return code ? EXIT_FAILED : EXIT_OK;
@@ -203,6 +271,8 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 	struct output_source src = {
 	    .pid = r->meta.pid, .stacks = stacks, .aggs = aggs, .n = n, .sym = sym};
 
+	/* No lifetimes from here: output_write_sources with src.life has them. */
+
 	return output_write_sources(r, &src, 1);
 }
 
@@ -212,6 +282,7 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	double w0 = wall_now(), c0 = cpu_now();
 	struct rusage before, after;
 	struct profile_part parts[PROFILE_MAX_PARTS];
+	struct lifetime_input life[PROFILE_MAX_PARTS];
 	struct profile p;
 	int code, oom = 0;
 
@@ -267,6 +338,15 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 			"(%ld KiB before)\n",
 			p.n_stacks, addrs, lines, mods, dwarf, (wall_now() - w0) * 1e3,
 			(cpu_now() - c0) * 1e3, after.ru_maxrss, before.ru_maxrss);
+	}
+	for (size_t i = 0; i < n_src; i++)
+		life[i] = src[i].life;
+	if (lifetimes_attach(&p, life, n_src)) {
+		profile_free(&p);
+		for (size_t i = 0; i < n_src; i++)
+			dsym_free(parts[i].dsym);
+		fprintf(stderr, "memprof-bpf: out of memory reading the lifetimes\n");
+		return EXIT_FAILED;
 	}
 	code = write_all(r, &p);
 	profile_free(&p);

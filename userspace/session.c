@@ -116,6 +116,12 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 	case OPT_SNAPSHOT_DIR:
 		o->snapshot_dir = arg;
 		return 0;
+	case OPT_LIFETIMES:
+		o->lifetimes_path = arg;
+		return 0;
+	case OPT_TIMELINE:
+		o->timeline_path = arg;
+		return 0;
 	default:
 		return 1;
 	}
@@ -164,6 +170,15 @@ double session_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds, the clock of bpf_ktime_get_ns. */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -429,6 +444,31 @@ static int scan_or_inject(const struct attach_opts *o, struct traced *p, char *e
 	return st;
 }
 
+/*
+ * A timeline point of every process, if one is due (or forced).  An exited
+ * process keeps its last aggregates (the mmapped arrays stay).
+ */
+static void timeline_point(struct session *s, int force)
+{
+	struct timeline_source src[SESSION_MAX_PIDS];
+	uint64_t gcs = 0;
+
+	if (!s->tl.pts || s->detached)
+		return;
+	for (int i = 0; i < s->n; i++) {
+		const struct tracer *tr = &s->procs[i].tr;
+
+		src[i] =
+		    (struct timeline_source){.aggs = tr->aggs, .n_stacks = tracer_n_stacks(tr)};
+		gcs += tracer_counter(tr, MEMPROF_CNT_GCS);
+	}
+	if (timeline_sample_parts(&s->tl, mono_ns(), src, (size_t)s->n, gcs, force) < 0 &&
+	    !s->tl_noted) {
+		s->tl_noted = 1;
+		session_note(s, "note: out of memory: the timeline stops here");
+	}
+}
+
 static int attach_one(struct session *s, struct traced *p)
 {
 	char err[ERR_LEN];
@@ -533,6 +573,12 @@ int session_start(struct session *s, const struct attach_opts *o)
 
 		proc_state(s->procs[i].pid, &state, &s->procs[i].cpu0);
 	}
+	if (o->timeline_path) {
+		if (timeline_init(&s->tl, mono_ns(), SESSION_POLL_MS * 1000000LL,
+				  TIMELINE_MAX_POINTS))
+			session_note(s, "note: out of memory: no timeline");
+		timeline_point(s, 1);
+	}
 	return EXIT_OK;
 }
 
@@ -598,6 +644,7 @@ int session_poll(struct session *s, unsigned poll)
 			continue;
 		if (proc_exited(p->pid)) {
 			p->exited = 1;
+			p->exit_ns = (uint64_t)mono_ns();
 			if (s->n > 1)
 				session_note(s, "note: process %d exited; its profile is kept",
 					     (int)p->pid);
@@ -631,6 +678,7 @@ int session_poll(struct session *s, unsigned poll)
 		if (poll % MAPS_REFRESH_POLLS == 0)
 			refresh_maps(p->pid, p->sym);
 	}
+	timeline_point(s, 0);
 	return alive;
 }
 
@@ -641,6 +689,7 @@ void session_detach(struct session *s)
 	session_progress_clear(s);
 	if (s->detached)
 		return;
+	timeline_point(s, 1); /* the last point: live memory when sampling stops */
 	s->detached = 1;
 	for (int i = 0; i < s->n; i++) {
 		struct traced *p = &s->procs[i];
@@ -706,6 +755,28 @@ int session_write(struct session *s, struct output_request *r)
 
 	fill_meta(s, r, &s->start);
 	sources_of(s, src, NULL);
+	/*
+	 * Lifetimes: the kernel's histograms of the blocks that died, and the
+	 * blocks still in the block map, censored when sampling stopped (or
+	 * when the process was seen gone, if it went first).
+	 */
+	for (int i = 0; i < s->n; i++) {
+		const struct traced *p = &s->procs[i];
+		uint64_t end = p->tr.detach_ns;
+
+		if (p->exit_ns && (!end || p->exit_ns < end))
+			end = p->exit_ns;
+		src[i].life = (struct lifetime_input){.hists = p->tr.lifetimes,
+						      .n_stacks = tracer_n_stacks(&p->tr),
+						      .blocks = p->tr.blocks,
+						      .n_blocks = p->tr.n_blocks,
+						      .now_ns = end ? end : (uint64_t)mono_ns()};
+	}
+	r->lifetimes_path = s->o->lifetimes_path;
+	if (s->tl.pts) {
+		r->timeline = &s->tl;
+		r->timeline_path = s->o->timeline_path;
+	}
 	return output_write_sources(r, src, (size_t)s->n);
 }
 
@@ -870,5 +941,6 @@ void session_free(struct session *s)
 			symbolizer_free(p->sym);
 		free(p->snap_prev);
 	}
+	timeline_free(&s->tl);
 	s->n = 0;
 }

@@ -36,6 +36,9 @@ struct attach_opts {
 	int verbose;
 	double every; /* --every SECONDS: snapshots into snapshot_dir */
 	const char *snapshot_dir;
+	/* Lifetimes and the timeline (lifetimes.c, timeline.c) */
+	const char *lifetimes_path; /* --lifetimes FILE.csv */
+	const char *timeline_path;  /* --timeline FILE.svg|FILE.csv */
 	/* top */
 	unsigned long rows;
 	int sort; /* enum memprof_view */
@@ -67,6 +70,7 @@ struct traced {
 	int took_attach;	       /* its control block showed a rate in force */
 	double active_rate;	       /* the last rate in force seen */
 	double cpu0, cpu_s;	       /* its CPU time at attach, and while traced */
+	uint64_t exit_ns;	       /* CLOCK_MONOTONIC ns when it was seen gone (0: alive) */
 };
 
 struct session {
@@ -78,6 +82,10 @@ struct session {
 	int progress;	  /* a status line is shown on stderr (a terminal) */
 	int progress_len; /* characters of the status line on screen */
 	int detached;
+	/* --timeline: live bytes of every process's stacks, one point per due
+	 * poll (timeline.h); pts NULL: none. */
+	struct timeline tl;
+	int tl_noted; /* out of memory said once */
 };
 
 /*
@@ -108,7 +116,10 @@ int session_poll(struct session *s, unsigned poll);
  * allocated, a rate too low for the time).
  */
 void session_detach(struct session *s);
-/* Write what the session collected as r asks (r->meta filled here). */
+/*
+ * Write what the session collected as r asks (r->meta filled here; the
+ * lifetimes, --lifetimes and --timeline from the session's options).
+ */
 int session_write(struct session *s, struct output_request *r);
 /* The "memprof-bpf: stats:" line(s) and the notes on drops. */
 void session_report(const struct session *s);
