@@ -15,6 +15,14 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load: only this process is traced. */
 const volatile __u32 target_tgid = 0;
+/*
+ * The target's memory map (its mm_struct), learned from its first event:
+ * a vfork child (and any CLONE_VM child) runs in it, allocates in the
+ * target's heap, and its samples belong to the target.
+ */
+__u64 target_mm = 0;
+/* The first block id this tracer saw sampled (ids increase in the core). */
+__u64 first_id = 0;
 /* Set by the loader before load: 0 leaves the lifetime histograms out (bench). */
 const volatile __u32 lifetime_hists = 1;
 
@@ -55,6 +63,14 @@ struct {
 	__type(value, struct memprof_block);
 } blocks SEC(".maps");
 
+/* Ids sampled while the block map was full: their promote/dealloc are not
+ * orphans of unknown origin. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MEMPROF_MAX_UNTRACKED);
+	__type(key, __u64);
+	__type(value, __u8);
+} untracked SEC(".maps");
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -69,14 +85,68 @@ struct {
 /* Multiplier of the stack hash (64-bit golden ratio). */
 #define STACK_HASH_MULT 0x9e3779b97f4a7c15ull
 
+/* Parents walked up from a vfork child before its memory map is known. */
+#define VFORK_DEPTH 4
+
+/*
+ * Does the current task run in the target's memory?  The target's own
+ * threads do; so does a vfork child (vfork_done set, same mm as its
+ * parent), which allocates in the target's heap: the target frees its
+ * blocks later.  Filtering on the pid alone would lose its samples and
+ * turn those frees into orphans.
+ */
 static __always_inline int is_target(void)
 {
-	return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+	struct task_struct *task = bpf_get_current_task_btf(), *p = task;
+	__u64 mm = (__u64)task->mm;
+
+	if (task->tgid == target_tgid) {
+		if (!target_mm && mm)
+			__sync_val_compare_and_swap(&target_mm, 0, mm);
+		return 1;
+	}
+	if (!mm)
+		return 0;
+	if (target_mm)
+		return mm == target_mm;
+	for (int i = 0; i < VFORK_DEPTH; i++) {
+		if (!p->vfork_done)
+			return 0;
+		p = p->real_parent;
+		if (!p || (__u64)p->mm != mm)
+			return 0;
+		if (p->tgid == target_tgid)
+			return 1;
+	}
+	return 0;
 }
 
 static __always_inline void count(enum memprof_counter c)
 {
 	__sync_fetch_and_add(&counters[c], 1);
+}
+
+/*
+ * A promote or dealloc of an id this tracer does not hold: count it under
+ * its cause.  forget: drop the id from the untracked set (a death).
+ */
+static __always_inline void count_orphan(__u64 id, enum memprof_counter unexplained, int forget)
+{
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_ORPHANS);
+		return;
+	}
+	if (bpf_map_lookup_elem(&untracked, &id)) {
+		if (forget)
+			bpf_map_delete_elem(&untracked, &id);
+		count(MEMPROF_CNT_ORPHAN_UNTRACKED);
+		return;
+	}
+	if (!first_id || id < first_id) {
+		count(MEMPROF_CNT_ORPHAN_EARLY);
+		return;
+	}
+	count(unexplained);
 }
 
 /*
@@ -235,6 +305,8 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 
 	if (!is_target())
 		return 0;
 	count(MEMPROF_CNT_SAMPLES);
+	if (!first_id)
+		__sync_val_compare_and_swap(&first_id, 0, id);
 	est = (n_samples * inv_rate_q16 * 8) >> MEMPROF_PROBE_RATE_SHIFT;
 	b.size_words = size_words;
 	b.n_samples = n_samples;
@@ -252,7 +324,10 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 
 		return 0;
 	}
 	if (err) {
+		__u8 one = 1;
+
 		count(MEMPROF_CNT_DROP_BLOCKS_FULL);
+		bpf_map_update_elem(&untracked, &id, &one, BPF_ANY);
 		return 0;
 	}
 	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
@@ -269,7 +344,7 @@ int BPF_USDT(memprof_promote, __u64 id)
 	count(MEMPROF_CNT_PROMOTES);
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
-		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_PROMOTES);
+		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES, 0);
 		return 0;
 	}
 	if (detaching) {
@@ -339,7 +414,7 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	count(MEMPROF_CNT_DEALLOCS);
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
-		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_DEALLOCS);
+		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS, 1);
 		return 0;
 	}
 	/*

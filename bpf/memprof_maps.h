@@ -9,6 +9,7 @@
  *   stack_aggs array (mmapable), stack id -> struct memprof_stack_agg
  *   stack_ids  hash, 64-bit hash of the PCs -> stack id (dedupe)
  *   blocks     hash, block id -> struct memprof_block (tracked, not yet dead)
+ *   untracked  LRU hash, block id -> 1: sampled while blocks was full
  *   lifetimes  array (mmapable), stack id -> struct memprof_lifetime_hist
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
@@ -24,6 +25,8 @@
 #define MEMPROF_MAX_STACKS 8192
 /* Tracked blocks alive at once. */
 #define MEMPROF_MAX_BLOCKS 262144
+/* Ids remembered (LRU) that were sampled while the block map was full. */
+#define MEMPROF_MAX_UNTRACKED 65536
 #define MEMPROF_STACK_UNKNOWN 0u
 
 /*
@@ -115,11 +118,13 @@ enum memprof_counter {
 	MEMPROF_CNT_DROP_STACK_HASH,	/* stack dedupe hash full: unknown stack */
 	MEMPROF_CNT_DROP_STACK_COLLIDE, /* two stacks, one 64-bit hash: unknown stack */
 	MEMPROF_CNT_DROP_STACK_READ,	/* stack unreadable: unknown stack */
-	MEMPROF_CNT_ORPHAN_PROMOTES,	/* promote of an id never sampled */
-	MEMPROF_CNT_ORPHAN_DEALLOCS,	/* dealloc of an id never sampled */
-	MEMPROF_CNT_DOUBLE_PROMOTES,	/* second promote of one id */
-	MEMPROF_CNT_DUPLICATE_IDS,	/* sample of an id already tracked */
-	MEMPROF_CNT_TRUNCATED_STACKS,	/* stack_len above MEMPROF_STACK_DEPTH */
+	/* promote/dealloc of an id newer than the first sample seen, never seen
+	 * sampled: unexplained (none of the causes below) */
+	MEMPROF_CNT_ORPHAN_PROMOTES,
+	MEMPROF_CNT_ORPHAN_DEALLOCS,
+	MEMPROF_CNT_DOUBLE_PROMOTES,  /* second promote of one id */
+	MEMPROF_CNT_DUPLICATE_IDS,    /* sample of an id already tracked */
+	MEMPROF_CNT_TRUNCATED_STACKS, /* stack_len above MEMPROF_STACK_DEPTH */
 	/*
 	 * Promote/dealloc of an unknown id once the loader began detaching:
 	 * the sample program is disabled before the kernel lowers the sample
@@ -132,6 +137,14 @@ enum memprof_counter {
 	 * stops (the target runs on while the links are destroyed).
 	 */
 	MEMPROF_CNT_LATE_EVENTS,
+	/* Promote/dealloc of an id sampled while the block map was full. */
+	MEMPROF_CNT_ORPHAN_UNTRACKED,
+	/*
+	 * Promote/dealloc of an id older than the first sample this tracer
+	 * saw: sampled before it attached (an in-process profile, or another
+	 * tracer attached first).
+	 */
+	MEMPROF_CNT_ORPHAN_EARLY,
 	MEMPROF_N_COUNTERS,
 };
 

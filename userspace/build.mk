@@ -58,13 +58,27 @@ $(ATTACH_TRIGGER_LIB): $(BUILD)/obj/tests/attach/progs/trigger_lib.o
 $(ATTACH_TRIGGER_SO): $(BUILD)/obj/tests/attach/progs/trigger_so_main.o $(ATTACH_TRIGGER_LIB)
 	$(CC) $(CFLAGS) $< -o $@ -L$(ATTACH_PROGS) -lattach-trigger -Wl,-rpath,'$$ORIGIN'
 
-ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO)
+# A multithreaded malloc workload (probes from the preload) for the attach
+# storm, and a static program without probes.
+ATTACH_THREADS := $(ATTACH_PROGS)/threads
+ATTACH_STATIC := $(ATTACH_PROGS)/static-sleeper
+
+$(ATTACH_THREADS): $(BUILD)/obj/tests/attach/progs/threads.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+$(ATTACH_STATIC): $(BUILD)/obj/tests/attach/progs/static_sleeper.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -static $^ -o $@
+
+ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(ATTACH_THREADS) $(ATTACH_STATIC)
 
 # ---- Test settings (tests/build.mk) ----
 EXTRA_CFLAGS_tests/attach/ := -O1 -fno-omit-frame-pointer -Iuserspace -Ibpf
 TEST_LIBS_attach := $(LOADER_LIB_OBJS)
 TEST_LDLIBS_attach = $(LOADER_LIBS)
-TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS)
+TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS) \
+	$(ATTACH_THREADS) $(ATTACH_STATIC) $(PRELOAD_SO)
 
 # ---- make demo ----
 demo: $(DEPS_STAMP)
@@ -183,6 +197,25 @@ TEST_LIBS_cli := $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
 TEST_LDLIBS_cli = $(LOADER_LIBS) -lutil
 TEST_NEEDS_cli = $(LOADER) $(ATTACH_TRIGGER) $(PRELOAD_SO) $(BUILD)/libmemprof.a \
 	$(BUILD)/libmemprof.so $(OCAML_PKG_FILES) $(OCAML_TEST_PROGS_DIR)/sites
+
+# ---- tests/fuzz: libFuzzer targets of the loader's parsers (clang, with
+# ASan+UBSan), run for a bounded time by tests/fuzz/test_fuzz.c ----
+FUZZ_PROGS := $(BUILD)/tests/fuzz/progs
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iruntime-probes/include -Iuserspace \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_BINS := $(FUZZ_PROGS)/fuzz-elf $(FUZZ_PROGS)/fuzz-maps
+
+$(FUZZ_PROGS)/fuzz-elf: tests/fuzz/progs/fuzz_elf.c userspace/elfimage.c userspace/elfimage.h \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@ $(call pkg_libs,libelf)
+
+$(FUZZ_PROGS)/fuzz-maps: tests/fuzz/progs/fuzz_maps.c userspace/procmaps.c userspace/procmaps.h \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@
+
+TEST_NEEDS_fuzz = $(FUZZ_BINS)
 # ---- tests/lifetimes: lifetimes and the timeline (userspace/lifetimes.c,
 # userspace/timeline.c) on programs of known lifetimes and known live-memory
 # steps, run under the malloc host ----

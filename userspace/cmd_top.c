@@ -381,6 +381,7 @@ static int parse(int argc, char **argv, struct attach_opts *o)
 int cmd_top(int argc, char **argv)
 {
 	struct output_request r = {0};
+	struct output_files files;
 	struct attach_opts o;
 	struct session s;
 	struct top t = {0};
@@ -389,10 +390,20 @@ int cmd_top(int argc, char **argv)
 
 	if (code)
 		return code;
-	session_signals();
-	code = session_start(&s, &o);
+	/* -o files are written on quit, but opened now: a bad path fails at once. */
+	r.n_paths = o.n_out;
+	r.format = o.format;
+	memcpy(r.paths, o.out_paths, sizeof(r.paths));
+	code = output_files_open(&files, &r, 0);
 	if (code)
 		return code;
+	r.files = &files;
+	session_signals();
+	code = session_start(&s, &o);
+	if (code) {
+		output_files_close(&files);
+		return code;
+	}
 	t.s = &s;
 	t.o = &o;
 	t.sort = o.sort;
@@ -445,12 +456,9 @@ int cmd_top(int argc, char **argv)
 		tcsetattr(STDIN_FILENO, TCSANOW, &t.saved);
 	}
 	session_detach(&s);
-	if (!code && o.n_out) {
-		r.n_paths = o.n_out;
-		r.format = o.format;
-		memcpy(r.paths, o.out_paths, sizeof(r.paths));
+	if (!code && o.n_out)
 		code = session_write(&s, &r);
-	}
+	output_files_close(&files);
 	if (o.verbose)
 		session_report(&s);
 	dsym_free(t.dsym);

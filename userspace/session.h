@@ -62,7 +62,15 @@ struct traced {
 	struct tracer tr;
 	int opened, exited, rate_reported, lost_noted, forgot_noted;
 	struct memprof_stack_agg *snap_prev; /* --every: aggregates at the last snapshot */
-	uint64_t exit_ns; /* CLOCK_MONOTONIC ns when it was seen gone (0: alive) */
+	/* The rate requested before this tracer, put back if the attach fails. */
+	double old_rate;
+	int rate_written;
+	/* What it did while traced: explains an empty profile. */
+	unsigned polls, stopped_polls; /* polls, and those that found it stopped */
+	int took_attach;	       /* its control block showed a rate in force */
+	double active_rate;	       /* the last rate in force seen */
+	double cpu0, cpu_s;	       /* its CPU time at attach, and while traced */
+	uint64_t exit_ns;	       /* CLOCK_MONOTONIC ns when it was seen gone (0: alive) */
 };
 
 struct session {
@@ -80,14 +88,19 @@ struct session {
 	int tl_noted; /* out of memory said once */
 };
 
-/* Set by SIGINT/SIGTERM once session_signals() installed the handlers. */
+/*
+ * Set by SIGINT, SIGTERM or SIGHUP once session_signals() installed the
+ * handlers.  SIGPIPE is ignored: a closed pipe on stdout is an output
+ * error (EPIPE, exit 4, the profile kept in a fallback file).
+ */
 extern volatile sig_atomic_t session_stop_requested;
 void session_signals(void);
 
 /*
- * Check the machine, scan and attach every process of o.  An exit code:
- * EXIT_OK, or the code of the first failure (one line printed; what was
- * attached is detached again).
+ * Check the machine and the rights to probe every process of o, then scan
+ * and attach them.  An exit code: EXIT_OK, or the code of the first
+ * failure (one line printed; what was attached is detached again and the
+ * rates requested before are put back).  Open the outputs before.
  */
 int session_start(struct session *s, const struct attach_opts *o);
 /*
@@ -97,7 +110,11 @@ int session_start(struct session *s, const struct attach_opts *o);
  */
 #define SESSION_POLL_MS 100
 int session_poll(struct session *s, unsigned poll);
-/* Detach every process and read the block maps a last time. */
+/*
+ * Detach every process and read the block maps a last time.  Notes a
+ * process that exited, and one that took no sample (why: stopped, never
+ * allocated, a rate too low for the time).
+ */
 void session_detach(struct session *s);
 /*
  * Write what the session collected as r asks (r->meta filled here; the
