@@ -57,7 +57,7 @@ static char *open_path_of(const struct map_region *r, pid_t pid)
 static int region_push(struct proc_maps *m, size_t *cap, const struct map_region *r, pid_t pid)
 {
 	struct map_region *nr;
-	const struct map_region *prev = m->n ? &m->regions[m->n - 1] : NULL;
+	const struct map_region *prev;
 
 	if (m->n == *cap) {
 		size_t ncap = *cap ? 2 * *cap : 64;
@@ -68,6 +68,8 @@ static int region_push(struct proc_maps *m, size_t *cap, const struct map_region
 		m->regions = v;
 		*cap = ncap;
 	}
+	/* Taken after the growth: realloc may move the array. */
+	prev = m->n ? &m->regions[m->n - 1] : NULL;
 	nr = &m->regions[m->n];
 	*nr = *r;
 	nr->path = strdup(r->path);
