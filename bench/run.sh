@@ -33,7 +33,7 @@ INPUTS="workload-seed workload-seed-nohook workload-sites memprof-bpf libmemprof
 ./bench/lib/snapshot.sh build "$WORK/inputs" $INPUTS
 export BUILD=$WORK/inputs
 
-tables=${BENCH_TABLES:-1 2 3 4 5 6}
+tables=${BENCH_TABLES:-1 2 3 4 5 6 7}
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 {
 	echo "# memprof-bpf benchmarks"

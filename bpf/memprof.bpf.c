@@ -18,6 +18,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 target_tgid = 0;
 /* Set by the loader before load (--max-stacks): ids below it are the stack table. */
 const volatile __u32 max_stacks = MEMPROF_MAX_STACKS;
+/*
+ * The target's memory map (its mm_struct), learned from its first event:
+ * a vfork child (and any CLONE_VM child) runs in it, allocates in the
+ * target's heap, and its samples belong to the target.
+ */
+__u64 target_mm = 0;
+/* The first block id this tracer saw sampled (ids increase in the core). */
+__u64 first_id = 0;
+/* Set by the loader before load: 0 leaves the lifetime histograms out (bench). */
+const volatile __u32 lifetime_hists = 1;
 
 /* Exported to the loader through the skeleton's .bss. */
 __u64 counters[MEMPROF_N_COUNTERS] = {};
@@ -28,7 +38,8 @@ __u32 next_stack_id = 1;
 /* Next free slot of the inner table (id max_stacks + next_inner_slot). */
 __u32 next_inner_slot = 0;
 
-/* The three stack maps are sized max_stacks + MEMPROF_INNER_STACKS by the loader. */
+/* The stack maps (and lifetimes) are sized max_stacks + MEMPROF_INNER_STACKS by the loader. */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -59,6 +70,22 @@ struct {
 	__type(value, struct memprof_block);
 } blocks SEC(".maps");
 
+/* Ids sampled while the block map was full: their promote/dealloc are not
+ * orphans of unknown origin. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MEMPROF_MAX_UNTRACKED);
+	__type(key, __u64);
+	__type(value, __u8);
+} untracked SEC(".maps");
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
+	__type(key, __u32);
+	__type(value, struct memprof_lifetime_hist);
+} lifetimes SEC(".maps");
+
 /*
  * Scratch copies of the sampled stack, per CPU and per nesting level: a
  * uprobe handler runs with migration disabled but may be preempted by
@@ -85,14 +112,68 @@ struct {
 /* Multiplier of the stack hash (64-bit golden ratio). */
 #define STACK_HASH_MULT 0x9e3779b97f4a7c15ull
 
+/* Parents walked up from a vfork child before its memory map is known. */
+#define VFORK_DEPTH 4
+
+/*
+ * Does the current task run in the target's memory?  The target's own
+ * threads do; so does a vfork child (vfork_done set, same mm as its
+ * parent), which allocates in the target's heap: the target frees its
+ * blocks later.  Filtering on the pid alone would lose its samples and
+ * turn those frees into orphans.
+ */
 static __always_inline int is_target(void)
 {
-	return (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+	struct task_struct *task = bpf_get_current_task_btf(), *p = task;
+	__u64 mm = (__u64)task->mm;
+
+	if (task->tgid == target_tgid) {
+		if (!target_mm && mm)
+			__sync_val_compare_and_swap(&target_mm, 0, mm);
+		return 1;
+	}
+	if (!mm)
+		return 0;
+	if (target_mm)
+		return mm == target_mm;
+	for (int i = 0; i < VFORK_DEPTH; i++) {
+		if (!p->vfork_done)
+			return 0;
+		p = p->real_parent;
+		if (!p || (__u64)p->mm != mm)
+			return 0;
+		if (p->tgid == target_tgid)
+			return 1;
+	}
+	return 0;
 }
 
 static __always_inline void count(enum memprof_counter c)
 {
 	__sync_fetch_and_add(&counters[c], 1);
+}
+
+/*
+ * A promote or dealloc of an id this tracer does not hold: count it under
+ * its cause.  forget: drop the id from the untracked set (a death).
+ */
+static __always_inline void count_orphan(__u64 id, enum memprof_counter unexplained, int forget)
+{
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_ORPHANS);
+		return;
+	}
+	if (bpf_map_lookup_elem(&untracked, &id)) {
+		if (forget)
+			bpf_map_delete_elem(&untracked, &id);
+		count(MEMPROF_CNT_ORPHAN_UNTRACKED);
+		return;
+	}
+	if (!first_id || id < first_id) {
+		count(MEMPROF_CNT_ORPHAN_EARLY);
+		return;
+	}
+	count(unexplained);
 }
 
 /* 64-bit hash of the first len PCs of st and of flags. */
@@ -249,6 +330,8 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_s
 	if (!is_target())
 		return 0;
 	count(MEMPROF_CNT_SAMPLES);
+	if (!first_id)
+		__sync_val_compare_and_swap(&first_id, 0, id);
 	/* Units: bytes (the malloc host) or words (runtime hosts). */
 	est = n_samples * inv_rate_q16;
 	if (kind_source & MEMPROF_PROBE_F_BYTES)
@@ -276,11 +359,56 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_s
 		return 0;
 	}
 	if (err) {
+		__u8 one = 1;
+
 		count(MEMPROF_CNT_DROP_BLOCKS_FULL);
+		bpf_map_update_elem(&untracked, &id, &one, BPF_ANY);
 		return 0;
 	}
 	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
 	return 0;
+}
+
+/* floor(log2(v)) for v > 0, by halving the range: six steps, no loop. */
+static __always_inline __u32 log2_floor(__u64 v)
+{
+	__u32 r = 0, shift;
+
+	shift = (v > 0xffffffffull) << 5;
+	v >>= shift, r |= shift;
+	shift = (v > 0xffff) << 4;
+	v >>= shift, r |= shift;
+	shift = (v > 0xff) << 3;
+	v >>= shift, r |= shift;
+	shift = (v > 0xf) << 2;
+	v >>= shift, r |= shift;
+	shift = (v > 0x3) << 1;
+	v >>= shift, r |= shift;
+	return r | (__u32)(v >> 1);
+}
+
+/*
+ * A tracked block died: its lifetime goes to its stack's histogram of that
+ * kind of death (memprof_maps.h gives the slots).  One array lookup, which
+ * the verifier inlines, and one atomic add.
+ */
+static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples,
+					 __u64 alloc_ns)
+{
+	struct memprof_lifetime_hist *h = bpf_map_lookup_elem(&lifetimes, &stack_id);
+	__u64 now = bpf_ktime_get_ns(), us;
+	__u32 slot = 0;
+
+	if (!h)
+		return;
+	us = now > alloc_ns ? (now - alloc_ns) / 1000 : 0;
+	if (us)
+		slot = log2_floor(us) + 1;
+	if (slot >= MEMPROF_LIFETIME_SLOTS)
+		slot = MEMPROF_LIFETIME_SLOTS - 1;
+	__sync_fetch_and_add(&h->slots[kind == MEMPROF_PROBE_KIND_MINOR ? MEMPROF_DIED_YOUNG
+									: MEMPROF_DIED_OLD][slot],
+			     n_samples);
 }
 
 static __always_inline void on_promote(__u64 id)
@@ -290,7 +418,11 @@ static __always_inline void on_promote(__u64 id)
 	count(MEMPROF_CNT_PROMOTES);
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
-		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_PROMOTES);
+		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES, 0);
+		return;
+	}
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_EVENTS);
 		return;
 	}
 	if (__sync_fetch_and_or(&b->flags, MEMPROF_BLOCK_PROMOTED) & MEMPROF_BLOCK_PROMOTED) {
@@ -304,19 +436,30 @@ static __always_inline void on_promote(__u64 id)
 static __always_inline void on_dealloc(__u64 id, __u64 kind)
 {
 	struct memprof_block *b;
-	__u64 n, est, obj;
+	__u64 n, est, obj, alloc_ns;
 	__u32 stack_id;
 
 	count(MEMPROF_CNT_DEALLOCS);
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
-		count(detaching ? MEMPROF_CNT_LATE_ORPHANS : MEMPROF_CNT_ORPHAN_DEALLOCS);
+		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS, 1);
+		return;
+	}
+	/*
+	 * Sampling has stopped: the views stay as they were then.  Unlinking
+	 * the probes takes milliseconds, in which a program that recycles
+	 * its blocks quickly (workload-sites' medium ring turns over in about
+	 * 15 ms) would otherwise free most of its sampled live blocks.
+	 */
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_EVENTS);
 		return;
 	}
 	n = b->n_samples;
 	est = b->est_bytes;
 	obj = b->est_objects_q16;
 	stack_id = b->stack_id;
+	alloc_ns = b->alloc_ns;
 	if (bpf_map_delete_elem(&blocks, &id)) {
 		/* Someone else reported this death first. */
 		count(MEMPROF_CNT_ORPHAN_DEALLOCS);
@@ -326,6 +469,8 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind)
 	if (kind == MEMPROF_PROBE_KIND_MINOR)
 		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est, obj);
 	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est, -obj);
+	if (lifetime_hists)
+		lifetime_add(stack_id, kind, n, alloc_ns);
 }
 
 /* One event of a memprof:events batch: ctx is the batch's user address. */

@@ -13,9 +13,11 @@
  * table, where a sample whose stack found the table full keeps its
  * innermost MEMPROF_INNER_DEPTH frames (MEMPROF_STACK_F_INNER), so the
  * allocating function still shows.  max_stacks is the loader's
- * --max-stacks (default MEMPROF_MAX_STACKS); the three maps hold
+ * --max-stacks (default MEMPROF_MAX_STACKS); the three maps and lifetimes hold
  * max_stacks + MEMPROF_INNER_STACKS entries.
  *   blocks     hash, block id -> struct memprof_block (tracked, not yet dead)
+ *   untracked  LRU hash, block id -> 1: sampled while blocks was full
+ *   lifetimes  array (mmapable), stack id -> struct memprof_lifetime_hist
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
@@ -33,6 +35,8 @@
 #define MEMPROF_INNER_DEPTH 8
 /* Tracked blocks alive at once. */
 #define MEMPROF_MAX_BLOCKS 262144
+/* Ids remembered (LRU) that were sampled while the block map was full. */
+#define MEMPROF_MAX_UNTRACKED 65536
 #define MEMPROF_STACK_UNKNOWN 0u
 
 /*
@@ -99,6 +103,27 @@ struct memprof_block {
 	__u32 flags; /* MEMPROF_BLOCK_* */
 };
 
+/*
+ * Lifetimes of tracked blocks that died, per stack and per kind of death, as
+ * log2 histograms of microseconds (death time minus sample time): slot 0
+ * holds lifetimes under 1 us, slot k (1 <= k < MEMPROF_LIFETIME_SLOTS - 1)
+ * those in [2^(k-1), 2^k) us, and the last slot everything longer (from
+ * 2^(MEMPROF_LIFETIME_SLOTS - 2) us, about 4.8 hours, on).  Each death adds
+ * the block's n_samples to its slot: the histogram weighs lifetimes as the
+ * views weigh bytes.  Blocks still alive when the loader stops are not here:
+ * the loader reads their ages from the block map (censored lifetimes).
+ */
+#define MEMPROF_LIFETIME_SLOTS 36
+enum memprof_death {
+	MEMPROF_DIED_YOUNG = 0, /* dealloc of kind minor (the short view) */
+	MEMPROF_DIED_OLD = 1,	/* dealloc of kind major */
+	MEMPROF_N_DEATHS = 2,
+};
+
+struct memprof_lifetime_hist {
+	__u64 slots[MEMPROF_N_DEATHS][MEMPROF_LIFETIME_SLOTS];
+};
+
 /* counters[] indexes: events seen, drops, checked invariants. */
 enum memprof_counter {
 	MEMPROF_CNT_SAMPLES = 0,	/* sample probes seen */
@@ -110,10 +135,12 @@ enum memprof_counter {
 	MEMPROF_CNT_DROP_STACK_HASH,	/* stack dedupe hash full: unknown stack */
 	MEMPROF_CNT_DROP_STACK_COLLIDE, /* two stacks, one 64-bit hash: unknown stack */
 	MEMPROF_CNT_DROP_STACK_READ,	/* stack unreadable: unknown stack */
-	MEMPROF_CNT_ORPHAN_PROMOTES,	/* promote of an id never sampled */
-	MEMPROF_CNT_ORPHAN_DEALLOCS,	/* dealloc of an id never sampled */
-	MEMPROF_CNT_DOUBLE_PROMOTES,	/* second promote of one id */
-	MEMPROF_CNT_DUPLICATE_IDS,	/* sample of an id already tracked */
+	/* promote/dealloc of an id newer than the first sample seen, never seen
+	 * sampled: unexplained (none of the causes below) */
+	MEMPROF_CNT_ORPHAN_PROMOTES,
+	MEMPROF_CNT_ORPHAN_DEALLOCS,
+	MEMPROF_CNT_DOUBLE_PROMOTES,  /* second promote of one id */
+	MEMPROF_CNT_DUPLICATE_IDS,    /* sample of an id already tracked */
 	MEMPROF_CNT_TRUNCATED_STACKS, /* samples whose stack was cut (MEMPROF_PROBE_F_STACK_CUT) */
 	/*
 	 * Promote/dealloc of an unknown id once the loader began detaching:
@@ -121,6 +148,20 @@ enum memprof_counter {
 	 * semaphore, so the host may sample blocks this tracer never sees.
 	 */
 	MEMPROF_CNT_LATE_ORPHANS,
+	/*
+	 * Promote/dealloc of a tracked block once the loader began detaching:
+	 * left out of the views, which are a snapshot taken when sampling
+	 * stops (the target runs on while the links are destroyed).
+	 */
+	MEMPROF_CNT_LATE_EVENTS,
+	/* Promote/dealloc of an id sampled while the block map was full. */
+	MEMPROF_CNT_ORPHAN_UNTRACKED,
+	/*
+	 * Promote/dealloc of an id older than the first sample this tracer
+	 * saw: sampled before it attached (an in-process profile, or another
+	 * tracer attached first).
+	 */
+	MEMPROF_CNT_ORPHAN_EARLY,
 	MEMPROF_CNT_INNER_STACKS, /* samples kept with their innermost frames (table full) */
 	MEMPROF_CNT_EVENT_PROBES, /* memprof:events probes seen (batches) */
 	MEMPROF_CNT_BAD_EVENTS,	  /* events unreadable or of an unknown kind */

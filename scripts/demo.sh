@@ -2,8 +2,10 @@
 # make demo: run the bundled workload (build/workload-sites), attach
 # memprof-bpf to it for a few seconds, write the four views as
 # build/demo/<view>.folded, the alloc view as an interactive flame graph
-# (build/demo/alloc.svg), every view as pprof (build/demo/profile.pb.gz)
-# and the text report (build/demo/report.txt), and print the top
+# (build/demo/alloc.svg), every view as pprof (build/demo/profile.pb.gz),
+# the text report (build/demo/report.txt), the lifetimes per site
+# (build/demo/lifetimes.csv) and the timeline of live memory
+# (build/demo/timeline.svg), and print the top
 # allocation sites of each view; then the same with the bundled OCaml
 # program, into build/demo/ocaml/<view>.folded.
 set -euo pipefail
@@ -26,7 +28,8 @@ die() {
 [ -x "$LOADER" ] || die "$LOADER is not built"
 
 mkdir -p "$OUT"
-rm -f "$OUT"/*.folded "$OUT/ready" "$OUT/alloc.svg" "$OUT/report.txt" "$OUT/profile.pb.gz"
+rm -f "$OUT"/*.folded "$OUT/ready" "$OUT/alloc.svg" "$OUT/report.txt" "$OUT/profile.pb.gz" \
+	"$OUT/lifetimes.csv" "$OUT/timeline.svg"
 "$WORKLOAD" --seconds "$((TRACE_SECONDS + 30))" --ready-file "$OUT/ready" >"$OUT/workload.txt" &
 workload=$!
 trap 'kill "$workload" 2>/dev/null || true' EXIT
@@ -39,6 +42,7 @@ done
 echo "demo: tracing workload-sites (pid $workload) for ${TRACE_SECONDS}s at rate $RATE"
 "$LOADER" attach "$workload" -d "$TRACE_SECONDS" --rate "$RATE" --all-views "$OUT" \
 	-o "$OUT/alloc.svg" -o "$OUT/report.txt" -o "$OUT/profile.pb.gz" \
+	--lifetimes "$OUT/lifetimes.csv" --timeline "$OUT/timeline.svg" \
 	2>"$OUT/memprof-bpf.log" || die "memprof-bpf failed: $(tail -n 1 "$OUT/memprof-bpf.log")"
 kill -TERM "$workload"
 wait "$workload" || true
@@ -84,6 +88,11 @@ echo
 echo "== flame graph of the alloc view: $OUT/alloc.svg (open it in a browser: click to zoom, Search)"
 echo "== text report with 95% intervals: $OUT/report.txt; every view as pprof: $OUT/profile.pb.gz"
 echo "   (go tool pprof -sample_index=inuse_space -top $OUT/profile.pb.gz)"
+echo
+echo "== lifetimes per site (ms; bound_from: the first percentile that is only a lower bound,"
+echo "   because blocks were still alive at the end): $OUT/lifetimes.csv"
+cut -d, -f1-9 "$OUT/lifetimes.csv" | column -t -s, | sed 's/^/    /'
+echo "== live memory over the attach, by site: $OUT/timeline.svg"
 echo
 echo "== what the workload itself counted (words, headers included; all its run):"
 sed 's/^/    /' "$OUT/workload.txt"

@@ -8,6 +8,8 @@ packages=(
 	systemtap-sdt-dev libcriterion-dev libunwind-dev libdw-dev pkg-config
 	valgrind binutils sqlite3 heaptrack zstd ocaml-nox ocaml-findlib
 	libprotobuf-c-dev protobuf-c-compiler golang-go libc6-dbg libxml2-utils
+	xz-utils debuginfod libdebuginfod1 chromium
+	libclang-rt-14-dev libcap2-bin util-linux
 )
 if [ "$#" -gt 0 ]; then
 	packages+=("$@")

@@ -58,13 +58,27 @@ $(ATTACH_TRIGGER_LIB): $(BUILD)/obj/tests/attach/progs/trigger_lib.o
 $(ATTACH_TRIGGER_SO): $(BUILD)/obj/tests/attach/progs/trigger_so_main.o $(ATTACH_TRIGGER_LIB)
 	$(CC) $(CFLAGS) $< -o $@ -L$(ATTACH_PROGS) -lattach-trigger -Wl,-rpath,'$$ORIGIN'
 
-ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO)
+# A multithreaded malloc workload (probes from the preload) for the attach
+# storm, and a static program without probes.
+ATTACH_THREADS := $(ATTACH_PROGS)/threads
+ATTACH_STATIC := $(ATTACH_PROGS)/static-sleeper
+
+$(ATTACH_THREADS): $(BUILD)/obj/tests/attach/progs/threads.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+$(ATTACH_STATIC): $(BUILD)/obj/tests/attach/progs/static_sleeper.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -static $^ -o $@
+
+ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(ATTACH_THREADS) $(ATTACH_STATIC)
 
 # ---- Test settings (tests/build.mk) ----
 EXTRA_CFLAGS_tests/attach/ := -O1 -fno-omit-frame-pointer -Iuserspace -Ibpf
 TEST_LIBS_attach := $(LOADER_LIB_OBJS)
 TEST_LDLIBS_attach = $(LOADER_LIBS)
-TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS)
+TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS) \
+	$(ATTACH_THREADS) $(ATTACH_STATIC) $(PRELOAD_SO)
 
 # ---- make demo ----
 demo: $(DEPS_STAMP)
@@ -134,6 +148,40 @@ $(OUTPUT_PROGS_DIR)/%: tests/output/progs/%.cpp tests/output/progs/wait_tracer.h
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(WARN) $(OUTPUT_PROG_FLAGS) -o $@ $< $(OUTPUT_PROG_LINK)
 
+# Stripped copies of known_sites for tests/output/test_debuginfo.c:
+#   known_sites-stripped   no .symtab, no DWARF, no .gnu_debuglink; its debug
+#                          file (same build id) is debuginfod/known_sites.debug,
+#                          out of the places the loader looks by itself: a
+#                          test serves it from a local debuginfod
+#   known_sites-minidebug  stripped, with MiniDebugInfo as Fedora adds it: the
+#                          function symbols .dynsym lacks, in a symbol-only
+#                          ELF file compressed with xz, as section .gnu_debugdata
+OUTPUT_STRIPPED := $(OUTPUT_PROGS_DIR)/known_sites-stripped
+OUTPUT_MINIDEBUG := $(OUTPUT_PROGS_DIR)/known_sites-minidebug
+OUTPUT_DEBUGFILE := $(OUTPUT_PROGS_DIR)/debuginfod/known_sites.debug
+OUTPUT_PROGS += $(OUTPUT_STRIPPED) $(OUTPUT_MINIDEBUG) $(OUTPUT_DEBUGFILE)
+
+$(OUTPUT_STRIPPED): $(OUTPUT_PROGS_DIR)/known_sites
+	strip --strip-all -o $@.tmp $< && mv -f $@.tmp $@
+
+$(OUTPUT_DEBUGFILE): $(OUTPUT_PROGS_DIR)/known_sites
+	@mkdir -p $(@D)
+	objcopy --only-keep-debug $< $@.tmp && mv -f $@.tmp $@
+
+$(OUTPUT_MINIDEBUG): $(OUTPUT_PROGS_DIR)/known_sites | $(DEPS_STAMP)
+	@rm -rf $@.d && mkdir -p $@.d
+	nm -D --format=posix --defined-only $< | awk '{print $$1}' | sort >$@.d/dynsyms
+	nm --format=posix --defined-only $< | awk '$$2 == "T" || $$2 == "t" {print $$1}' | \
+		sort >$@.d/funcsyms
+	comm -13 $@.d/dynsyms $@.d/funcsyms >$@.d/keep
+	objcopy --only-keep-debug $< $@.d/debug
+	objcopy -S --remove-section .gdb_index --remove-section .comment \
+		--keep-symbols=$@.d/keep $@.d/debug $@.d/mini
+	xz $@.d/mini
+	strip --strip-all -o $@.d/prog $<
+	objcopy --add-section .gnu_debugdata=$@.d/mini.xz $@.d/prog
+	mv -f $@.d/prog $@ && rm -rf $@.d
+
 ALL_TARGETS += $(OUTPUT_PROGS)
 
 EXTRA_CFLAGS_tests/output/ := -Iuserspace -Ibpf -I$(PPROF_GEN_DIR)
@@ -149,3 +197,41 @@ TEST_LIBS_cli := $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
 TEST_LDLIBS_cli = $(LOADER_LIBS) -lutil
 TEST_NEEDS_cli = $(LOADER) $(ATTACH_TRIGGER) $(PRELOAD_SO) $(BUILD)/libmemprof.a \
 	$(BUILD)/libmemprof.so $(OCAML_PKG_FILES) $(OCAML_TEST_PROGS_DIR)/sites
+
+# ---- tests/fuzz: libFuzzer targets of the loader's parsers (clang, with
+# ASan+UBSan), run for a bounded time by tests/fuzz/test_fuzz.c ----
+FUZZ_PROGS := $(BUILD)/tests/fuzz/progs
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iruntime-probes/include -Iuserspace \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_BINS := $(FUZZ_PROGS)/fuzz-elf $(FUZZ_PROGS)/fuzz-maps
+
+$(FUZZ_PROGS)/fuzz-elf: tests/fuzz/progs/fuzz_elf.c userspace/elfimage.c userspace/elfimage.h \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@ $(call pkg_libs,libelf)
+
+$(FUZZ_PROGS)/fuzz-maps: tests/fuzz/progs/fuzz_maps.c userspace/procmaps.c userspace/procmaps.h \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@
+
+TEST_NEEDS_fuzz = $(FUZZ_BINS)
+# ---- tests/lifetimes: lifetimes and the timeline (userspace/lifetimes.c,
+# userspace/timeline.c) on programs of known lifetimes and known live-memory
+# steps, run under the malloc host ----
+LIFETIMES_PROGS_DIR := $(BUILD)/tests/lifetimes/progs
+LIFETIMES_PROGS := $(patsubst tests/lifetimes/progs/%.c,$(LIFETIMES_PROGS_DIR)/%, \
+	$(wildcard tests/lifetimes/progs/*.c))
+
+$(LIFETIMES_PROGS_DIR)/%: tests/lifetimes/progs/%.c tests/output/progs/wait_tracer.h \
+		$(PRELOAD_SO) $(PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -g -Iruntime-probes/include -Itests/output/progs \
+		-o $@ $< -L$(BUILD) -lmemprof-preload -Wl,-rpath,'$$ORIGIN/../../..'
+
+ALL_TARGETS += $(LIFETIMES_PROGS)
+
+EXTRA_CFLAGS_tests/lifetimes/ := -Iuserspace -Ibpf -I$(BUILD) -I$(PPROF_GEN_DIR)
+TEST_LIBS_lifetimes := $(LOADER_LIB_OBJS)
+TEST_LDLIBS_lifetimes = $(LOADER_LIBS)
+TEST_NEEDS_lifetimes = $(LOADER) $(PRELOAD_SO) $(LIFETIMES_PROGS)

@@ -4,6 +4,7 @@
  * also a snapshot per interval into a directory.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,8 @@ static const struct option long_opts[] = {
     {"preload", required_argument, NULL, OPT_PRELOAD},
     {"every", required_argument, NULL, OPT_EVERY},
     {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
+    {"lifetimes", required_argument, NULL, OPT_LIFETIMES},
+    {"timeline", required_argument, NULL, OPT_TIMELINE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -46,10 +49,14 @@ static void usage(FILE *f)
 	    "                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
 	    "                             [--every SECONDS --snapshot-dir DIR]\n"
 	    "                             [--no-inject] [--preload LIB]\n"
+	    "                             [--lifetimes FILE.csv] [--timeline FILE.svg|FILE.csv]\n"
 	    "Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
 	    "call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
-	    "DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT/SIGTERM,\n"
-	    "or when PID exits.  With several PIDs, every stack starts with a frame naming\n"
+	    "DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT, SIGTERM\n"
+	    "or SIGHUP, or when PID exits.  Outputs are opened before tracing and replaced\n"
+	    "whole at the end; if writing fails, the profile goes to a file in $TMPDIR (or\n"
+	    "/tmp), and the error names it.  With several PIDs, every stack starts with a frame "
+	    "naming\n"
 	    "its process, \"comm (pid)\", and pprof samples carry a pid label.  A dynamically\n"
 	    "linked process without the probes gets the malloc host (libmemprof-preload.so)\n"
 	    "loaded into it first, without a restart.\n"
@@ -69,12 +76,21 @@ static void usage(FILE *f)
 	    "  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 	    "             when full, samples still count in alloc and a note reports drops\n"
 	    "  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
-	    "             %d: about %llu MiB of kernel memory; about 1 KiB per stack); once\n"
-	    "             full, a sample keeps its innermost %d frames in a second table\n"
-	    "             of %d stacks, under a [stack-table-full] root, and a note counts them\n"
+	    "             %d: about %llu MiB of kernel memory, with their lifetimes; about\n"
+	    "             1.7 KiB per stack); once full, a sample keeps its innermost %d\n"
+	    "             frames in a second table of %d stacks, under a [stack-table-full]\n"
+	    "             root, and a note counts them\n"
 	    "  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
 	    "             named by its UTC time (YYYYmmddTHHMMSS.mmmZ.ext, in --format):\n"
 	    "             alloc, promoted and short over the interval, live at its end\n"
+	    "  --lifetimes FILE.csv  lifetime percentiles per allocation site, from sample to\n"
+	    "             death (blocks still alive: their age, a lower bound); with -v also\n"
+	    "             each top site's histogram on stderr.  The text report, the SVG\n"
+	    "             tooltips and pprof labels show the same percentiles\n"
+	    "  --timeline FILE.svg|FILE.csv  estimated live bytes of the top sites over the\n"
+	    "             attach: a stacked-area chart, or CSV (by the extension)\n"
+	    "             With several PIDs a site is per process: \"site [comm (pid)]\",\n"
+	    "             and the CSV files end with a pid column\n"
 	    "  --no-inject  never load the malloc host: a process without probes is an error\n"
 	    "  --preload LIB  the malloc host to load (default: libmemprof-preload.so next to\n"
 	    "             this program, or in ../lib)\n"
@@ -169,30 +185,45 @@ static int trace_loop(struct session *s, const struct attach_opts *o)
 int cmd_attach(int argc, char **argv)
 {
 	struct output_request r = {0};
+	struct output_files files;
 	struct attach_opts o;
 	struct session s;
+	char err[PATH_MAX + 256];
 	int code;
 
 	code = parse(argc, argv, &o);
 	if (code)
 		return code;
-	if (o.snapshot_dir && mkdir(o.snapshot_dir, 0755) && errno != EEXIST)
-		return cli_die(EXIT_FAILED, "cannot create %s: %s", o.snapshot_dir,
-			       strerror(errno));
-	session_signals();
-	code = session_start(&s, &o);
-	if (code)
-		return code;
-	s.progress = isatty(STDERR_FILENO);
-	code = trace_loop(&s, &o);
-	session_detach(&s);
+	/*
+	 * Every output is opened (the directories created) before the target
+	 * is touched: a bad path fails now, with its reason, not after the
+	 * tracing.
+	 */
+	if (o.snapshot_dir && outfile_make_dir(o.snapshot_dir, err, sizeof(err)))
+		return cli_die(EXIT_FAILED, "%s", err);
 	r.n_paths = o.n_out;
 	r.all_views_dir = o.all_views_dir;
 	r.format = o.format;
+	r.lifetimes_path = o.lifetimes_path;
+	r.timeline_path = o.timeline_path;
 	memcpy(r.paths, o.out_paths, sizeof(r.paths));
+	code = output_files_open(&files, &r, 1);
+	if (code)
+		return code;
+	r.files = &files;
+	session_signals();
+	code = session_start(&s, &o);
+	if (code) {
+		output_files_close(&files);
+		return code;
+	}
+	s.progress = isatty(STDERR_FILENO);
+	code = trace_loop(&s, &o);
+	session_detach(&s);
 	if (!code)
 		code = session_write(&s, &r);
 	session_report(&s);
 	session_free(&s);
+	output_files_close(&files);
 	return code;
 }

@@ -16,7 +16,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -797,18 +799,46 @@ out:
 	return rc;
 }
 
+/* What writes the diff into its output file (outfile_write). */
+struct diff_writer {
+	const struct change *c;
+	size_t n;
+	const struct diff_opts *o;
+	const struct input *base, *nw;
+	double scale;
+};
+
+static int diff_write(FILE *f, void *ctx)
+{
+	const struct diff_writer *w = ctx;
+
+	errno = 0;
+	return w->o->format == FMT_PPROF ? write_pprof(f, w->c, w->n, w->o, w->base, w->nw)
+	       : w->o->format == FMT_TEXT
+		   ? write_text(f, w->c, w->n, w->o, w->base, w->nw, w->scale)
+		   : write_folded(f, w->c, w->n);
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct input base = {0}, nw = {0};
 	struct diff_opts o;
 	struct change *c = NULL;
+	struct outfile out;
+	struct diff_writer w;
 	size_t n = 0;
 	double scale = 1;
-	FILE *f = stdout;
-	int code = parse(argc, argv, &o), rc;
+	char err[2 * PATH_MAX + 256];
+	int code = parse(argc, argv, &o);
 
 	if (code)
 		return code;
+	/* The output first: a bad path fails before the inputs are read. */
+	signal(SIGPIPE, SIG_IGN);
+	if (outfile_open(&out, o.out, err, sizeof(err))) {
+		outfile_close(&out);
+		return cli_die(EXIT_FAILED, "%s", err);
+	}
 	if (read_input(&base, o.base, &o) || read_input(&nw, o.new_, &o)) {
 		code = EXIT_USAGE;
 		goto out;
@@ -820,16 +850,15 @@ int cmd_diff(int argc, char **argv)
 		code = cli_die(EXIT_FAILED, "out of memory");
 		goto out;
 	}
-	if (o.out && !(f = fopen(o.out, o.format == FMT_PPROF ? "wb" : "w"))) {
-		code = cli_die(EXIT_FAILED, "cannot write %s: %s", o.out, strerror(errno));
-		goto out;
-	}
-	rc = o.format == FMT_PPROF  ? write_pprof(f, c, n, &o, &base, &nw)
-	     : o.format == FMT_TEXT ? write_text(f, c, n, &o, &base, &nw, scale)
-				    : write_folded(f, c, n);
-	if ((f != stdout ? fclose(f) : fflush(f)) || rc)
-		code = cli_die(EXIT_FAILED, "cannot write %s", o.out ? o.out : "the output");
+	w = (struct diff_writer){c, n, &o, &base, &nw, scale};
+	if (outfile_write(&out, diff_write, &w,
+			  o.format == FMT_PPROF	 ? "diff.pb.gz"
+			  : o.format == FMT_TEXT ? "diff.txt"
+						 : "diff.folded",
+			  err, sizeof(err)))
+		code = cli_die(EXIT_FAILED, "%s", err);
 out:
+	outfile_close(&out);
 	free(c);
 	input_free(&base);
 	input_free(&nw);

@@ -5,7 +5,8 @@
  * site's allocations that were promoted and that died young.  On a
  * terminal it redraws in place and reads keys (a, l, p, s sort by the
  * view of that name, q quits); otherwise it prints the table every second.
- * On quit it writes -o FILE like attach.
+ * A sparkline shows each site's live bytes over its last SPARK_POINTS
+ * refreshes.  On quit it writes -o FILE like attach.
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,8 +21,11 @@
 #include "folded.h"
 #include "session.h"
 #include "text_report.h"
+#include "timeline.h"
 
 #define REFRESH_S 1.0
+/* Refreshes the live sparkline covers (one column each). */
+#define SPARK_POINTS 16
 
 static const char short_opts[] = ":d:o:n:vh";
 static const struct option long_opts[] = {
@@ -50,7 +54,9 @@ static void usage(FILE *f)
 		"Attaches to PID and shows its top allocation sites, refreshed every second:\n"
 		"ALLOC/s (estimated bytes allocated per second over the last second), LIVE\n"
 		"(estimated bytes still alive, with its 95%% interval), PROM%% and SHORT%% (the\n"
-		"shares of the site's sampled allocations promoted and freed while young).\n"
+		"shares of the site's sampled allocations promoted and freed while young),\n"
+		"LIVE TREND (a sparkline of LIVE over the last %d refreshes, scaled to its\n"
+		"own peak).\n"
 		"Keys on a terminal: a, l, p, s sort by alloc rate, live, promoted, short; q\n"
 		"quits.  Without a terminal the table is printed every second.\n"
 		"  -n, --rows N   sites shown (default 20)\n"
@@ -59,7 +65,8 @@ static void usage(FILE *f)
 		"  -o FILE        on quit, write the profile as attach does (--format, --view)\n"
 		"  --rate R, --max-blocks N, --max-stacks N, --no-dwarf, --no-inject, --preload "
 		"LIB, -v: as for\n"
-		"             attach\n");
+		"             attach\n",
+		SPARK_POINTS);
 }
 
 struct site_row {
@@ -71,6 +78,8 @@ struct site_row {
 struct prev_site {
 	char *site;
 	double alloc;
+	double live[SPARK_POINTS]; /* live bytes at the last n_live refreshes, oldest first */
+	size_t n_live;
 };
 
 struct top {
@@ -129,22 +138,51 @@ static void human(char *buf, size_t len, double b)
 	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, units[u]);
 }
 
-/* Keep this refresh's alloc totals for the next rate. */
+/*
+ * Keep this refresh's alloc totals for the next rate, and its live bytes
+ * after the site's last ones (rows sorted by site: so is the new array).
+ */
 static void keep_prev(struct top *t, const struct site_row *rows, size_t n)
 {
 	struct prev_site *v = calloc(n ? n : 1, sizeof(*v));
+	size_t k = 0;
 
+	for (size_t i = 0; v && i < n; i++) {
+		const struct prev_site *old =
+		    bsearch(rows[i].site, t->prev, t->n_prev, sizeof(*t->prev), prev_cmp);
+		struct prev_site *p = &v[k];
+
+		p->site = strdup(rows[i].site);
+		if (!p->site)
+			continue;
+		p->alloc = rows[i].alloc;
+		if (old) {
+			size_t keep = old->n_live < SPARK_POINTS ? old->n_live : SPARK_POINTS - 1;
+
+			memcpy(p->live, old->live + (old->n_live - keep), keep * sizeof(double));
+			p->n_live = keep;
+		}
+		p->live[p->n_live++] = rows[i].live;
+		k++;
+	}
 	for (size_t i = 0; i < t->n_prev; i++)
 		free(t->prev[i].site);
 	free(t->prev);
 	t->prev = v;
-	t->n_prev = 0;
-	if (!v)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		v[t->n_prev].site = strdup(rows[i].site);
-		if (v[t->n_prev].site)
-			v[t->n_prev++].alloc = rows[i].alloc;
+	t->n_prev = v ? k : 0;
+}
+
+/* Cut s (UTF-8) after width characters. */
+static void cut_columns(char *s, int width)
+{
+	int cols = 0;
+
+	for (; *s; s++) {
+		/* A character starts at every byte but the continuation bytes. */
+		if (((unsigned char)*s & 0xc0) != 0x80 && cols++ == width) {
+			*s = '\0';
+			return;
+		}
 	}
 }
 
@@ -157,7 +195,7 @@ static void draw(struct top *t, struct site_row *rows, size_t n, double rate_in_
 	double el = session_now() - t->s->start_mono;
 	static const char *const sort_names[MEMPROF_N_VIEWS] = {"alloc rate", "live", "promoted",
 								"short"};
-	char a[32], l[32], lo[32], hi[32];
+	char a[32], l[32], lo[32], hi[32], spark[SPARK_POINTS * 4 + 1];
 	const char *nl = t->tty ? "\033[K\r\n" : "\n";
 
 	if (t->tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row > 5) {
@@ -175,15 +213,18 @@ static void draw(struct top *t, struct site_row *rows, size_t n, double rate_in_
 	       (unsigned long long)drops, nl);
 	printf("sort: %s   keys: a alloc rate, l live, p promoted, s short, q quit%s",
 	       sort_names[t->sort], nl);
-	printf("%11s  %10s  %-25s  %6s  %6s  %s%s", "ALLOC/s", "LIVE", "[95% interval]", "PROM%",
-	       "SHORT%", "SITE", nl);
+	printf("%11s  %10s  %-25s  %6s  %6s  %-*s  %s%s", "ALLOC/s", "LIVE", "[95% interval]",
+	       "PROM%", "SHORT%", SPARK_POINTS, "LIVE TREND", "SITE", nl);
 	for (size_t i = 0; i < n && i < max_rows; i++) {
 		const struct site_row *r = &rows[i];
 		double per = r->live_samples > 0 ? r->live / (double)r->live_samples
 			     : rate_in_force > 0 ? 8.0 / rate_in_force
 						 : 0;
+		const struct prev_site *ps =
+		    bsearch(r->site, t->prev, t->n_prev, sizeof(*t->prev), prev_cmp);
 		double ilo, ihi;
 		char line[1024];
+		size_t cols = 0;
 		int len;
 
 		poisson_interval95((double)r->live_samples, &ilo, &ihi);
@@ -191,11 +232,18 @@ static void draw(struct top *t, struct site_row *rows, size_t n, double rate_in_
 		human(l, sizeof(l), r->live);
 		human(lo, sizeof(lo), ilo * per);
 		human(hi, sizeof(hi), ihi * per);
-		len = snprintf(line, sizeof(line), "%9s/s  %10s  [%10s, %10s]  %6.1f  %6.1f  %s", a,
-			       l, lo, hi, r->alloc > 0 ? 100 * r->promoted / r->alloc : 0.0,
-			       r->alloc > 0 ? 100 * r->short_ / r->alloc : 0.0, r->site);
+		spark[0] = '\0';
+		if (ps)
+			cols = timeline_sparkline(ps->live, ps->n_live, SPARK_POINTS, spark,
+						  sizeof(spark));
+		/* The sparkline's characters are 3 bytes each: pad by columns. */
+		len = snprintf(line, sizeof(line),
+			       "%9s/s  %10s  [%10s, %10s]  %6.1f  %6.1f  %s%*s  %s", a, l, lo, hi,
+			       r->alloc > 0 ? 100 * r->promoted / r->alloc : 0.0,
+			       r->alloc > 0 ? 100 * r->short_ / r->alloc : 0.0, spark,
+			       (int)(SPARK_POINTS - cols), "", r->site);
 		if (width > 0 && len > width)
-			line[width] = '\0';
+			cut_columns(line, width);
 		printf("%s%s", line, nl);
 	}
 	if (!n)
@@ -335,6 +383,7 @@ static int parse(int argc, char **argv, struct attach_opts *o)
 int cmd_top(int argc, char **argv)
 {
 	struct output_request r = {0};
+	struct output_files files;
 	struct attach_opts o;
 	struct session s;
 	struct top t = {0};
@@ -343,10 +392,20 @@ int cmd_top(int argc, char **argv)
 
 	if (code)
 		return code;
-	session_signals();
-	code = session_start(&s, &o);
+	/* -o files are written on quit, but opened now: a bad path fails at once. */
+	r.n_paths = o.n_out;
+	r.format = o.format;
+	memcpy(r.paths, o.out_paths, sizeof(r.paths));
+	code = output_files_open(&files, &r, 0);
 	if (code)
 		return code;
+	r.files = &files;
+	session_signals();
+	code = session_start(&s, &o);
+	if (code) {
+		output_files_close(&files);
+		return code;
+	}
 	t.s = &s;
 	t.o = &o;
 	t.sort = o.sort;
@@ -399,12 +458,9 @@ int cmd_top(int argc, char **argv)
 		tcsetattr(STDIN_FILENO, TCSANOW, &t.saved);
 	}
 	session_detach(&s);
-	if (!code && o.n_out) {
-		r.n_paths = o.n_out;
-		r.format = o.format;
-		memcpy(r.paths, o.out_paths, sizeof(r.paths));
+	if (!code && o.n_out)
 		code = session_write(&s, &r);
-	}
+	output_files_close(&files);
 	if (o.verbose)
 		session_report(&s);
 	dsym_free(t.dsym);

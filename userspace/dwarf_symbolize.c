@@ -18,12 +18,30 @@ struct cache_slot {
 	struct dsym_frame *frame;
 };
 
+/* A function symbol of a module, at its runtime address. */
+struct msym {
+	uint64_t addr, size;
+	const char *name; /* in libdwfl's string tables: lives as long as the Dwfl */
+	int rank;	  /* binding: 0 global, 1 weak, 2 local (lower wins a tie) */
+	int index;	  /* in the symbol table (lower wins a tie, as in libdwfl) */
+};
+
 struct dmod {
 	struct dsym_module pub;
 	Dwfl_Module *mod;
 	uint64_t bias;		  /* runtime address - ELF address */
 	struct cache_slot *slots; /* open addressing, cap a power of two */
 	size_t n_slots, cap_slots;
+	/*
+	 * The module's function symbols sorted by address, read once from the
+	 * symbol table libdwfl chose (the file's .symtab, else the debug
+	 * file's, else .dynsym, plus MiniDebugInfo's): a lookup is a binary
+	 * search.  dwfl_module_addrinfo scans the whole table at every call,
+	 * which on libLLVM's ~10^5 symbols cost about 1 ms per address.
+	 */
+	struct msym *syms;
+	size_t n_syms;
+	int syms_read;
 };
 
 struct dsym {
@@ -66,15 +84,20 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	int fd;
 
 	if (urls && *urls) {
-		double left = DSYM_DEBUGINFOD_BUDGET_S - debuginfod_spent;
+		/*
+		 * The client checks DEBUGINFOD_MAXTIME from curl's progress
+		 * callback, about once a second: a query may overrun it by a
+		 * second, so it gets one second less than what is left.
+		 */
+		int maxtime = (int)(DSYM_DEBUGINFOD_BUDGET_S - debuginfod_spent) - 1;
 
-		if (left < 1) {
+		if (maxtime < 1) {
 			saved = strdup(urls);
 			unsetenv("DEBUGINFOD_URLS");
 		} else {
 			char v[32];
 
-			snprintf(v, sizeof(v), "%d", (int)left);
+			snprintf(v, sizeof(v), "%d", maxtime);
 			setenv("DEBUGINFOD_MAXTIME", v, 1);
 			setenv("DEBUGINFOD_TIMEOUT", "5", 0);
 		}
@@ -192,6 +215,7 @@ void dsym_free(struct dsym *d)
 		for (size_t j = 0; j < d->mods[i].cap_slots; j++)
 			frame_free(d->mods[i].slots[j].frame);
 		free(d->mods[i].slots);
+		free(d->mods[i].syms);
 		free(d->mods[i].pub.path);
 	}
 	for (size_t j = 0; j < d->cap_unknown; j++)
@@ -257,6 +281,101 @@ static int slots_reserve(struct cache_slot **slots, size_t *n, size_t *cap)
 	*slots = ns;
 	*cap = ncap;
 	return 0;
+}
+
+/* ---- Function symbols: one sorted table per module ---- */
+
+static int msym_cmp(const void *a, const void *b)
+{
+	const struct msym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* At one address: the sized symbol, the global one, the first one. */
+	if ((x->size != 0) != (y->size != 0))
+		return x->size ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return x->index - y->index;
+}
+
+/* Read m's function symbols once; without them lookups find nothing. */
+static void module_symbols(struct dmod *m)
+{
+	int n;
+	size_t kept = 0;
+
+	m->syms_read = 1;
+	n = m->mod ? dwfl_module_getsymtab(m->mod) : -1;
+	if (n <= 1)
+		return;
+	m->syms = malloc((size_t)n * sizeof(*m->syms));
+	if (!m->syms)
+		return;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym s;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name =
+		    dwfl_module_getsym_info(m->mod, i, &s, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(s.st_info), bind = GELF_ST_BIND(s.st_info);
+
+		if (!name || !*name || s.st_shndx == SHN_UNDEF || !s.st_value ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		m->syms[m->n_syms++] = (struct msym){
+		    .addr = addr,
+		    .size = s.st_size,
+		    .name = name,
+		    .rank = bind == STB_GLOBAL ? 0
+			    : bind == STB_WEAK ? 1
+					       : 2,
+		    .index = i,
+		};
+	}
+	qsort(m->syms, m->n_syms, sizeof(*m->syms), msym_cmp);
+	/* One symbol per address: the first after sorting. */
+	for (size_t i = 0; i < m->n_syms; i++)
+		if (!kept || m->syms[kept - 1].addr != m->syms[i].addr)
+			m->syms[kept++] = m->syms[i];
+	m->n_syms = kept;
+}
+
+/* How far back a lookup looks for a sized symbol around a smaller one. */
+#define MSYM_NESTED_BACK 8
+
+/*
+ * The function symbol holding runtime address addr: the nearest at or below
+ * it whose size covers it, else a sizeless one directly below it (an
+ * assembly function), else NULL.
+ */
+static const char *module_symbol(struct dmod *m, uint64_t addr)
+{
+	size_t lo = 0, hi;
+	const struct msym *s;
+
+	if (!m->syms_read)
+		module_symbols(m);
+	hi = m->n_syms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	s = &m->syms[lo - 1];
+	if (!s->size)
+		return lo < m->n_syms ? s->name : NULL;
+	for (size_t k = 0; k < MSYM_NESTED_BACK && k < lo; k++) {
+		s = &m->syms[lo - 1 - k];
+		if (s->size && addr < s->addr + s->size)
+			return s->name;
+	}
+	return NULL;
 }
 
 /* ---- Resolution ---- */
@@ -391,10 +510,8 @@ static struct dsym_frame *resolve(struct dsym *d, struct dmod *m, uint64_t addr)
 	f->module = m ? (int)(m - d->mods) : -1;
 	if (m && m->mod) {
 		Dwarf_Addr mbias = 0;
-		GElf_Sym s;
-		GElf_Off off;
 
-		symname = dwfl_module_addrinfo(m->mod, addr, &off, &s, NULL, NULL, NULL);
+		symname = module_symbol(m, addr);
 		if (!(d->flags & DSYM_NO_DWARF) && dwfl_module_getdwarf(m->mod, &mbias)) {
 			m->pub.has_dwarf = 1;
 			if (dwarf_lines(m, f, &cap, symname))

@@ -91,7 +91,11 @@ static enum elf_image_status read_loads(struct reader *r, struct elf_image *img)
 	for (size_t i = 0; i < nphdr; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(r->elf, i, &ph) && ph.p_type == PT_LOAD)
+		if (!gelf_getphdr(r->elf, i, &ph))
+			continue;
+		if (ph.p_type == PT_INTERP)
+			img->has_interp = 1;
+		if (ph.p_type == PT_LOAD)
 			img->loads[img->n_loads++] =
 			    (struct elf_load){.vaddr = ph.p_vaddr, .offset = ph.p_offset};
 	}

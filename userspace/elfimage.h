@@ -33,6 +33,7 @@ struct elf_image {
 	uint64_t control_addr; /* vaddr of memprof_probe_control, 0 if none */
 	uint64_t control_size;
 	uint64_t sample_semaphore; /* vaddr of memprof:sample's semaphore, 0 if none */
+	int has_interp;		   /* has a PT_INTERP (a dynamically linked program) */
 };
 
 enum elf_image_status {

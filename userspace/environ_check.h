@@ -3,6 +3,7 @@
 #define MEMPROF_ENVIRON_CHECK_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * 0 when the calling process has CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)
@@ -11,5 +12,12 @@
  */
 int environ_check_privileges(char *err, size_t errlen);
 int environ_check_kernel(char *err, size_t errlen);
+
+/*
+ * Probe, before touching the target, that uprobe perf events can be opened
+ * on pid (the attach's own system call, on a file the target does not
+ * map).  0; -1 with err naming the missing capability; -2 if pid is gone.
+ */
+int environ_probe_uprobes(pid_t pid, char *err, size_t errlen);
 
 #endif

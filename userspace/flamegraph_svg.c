@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifetimes.h"
+
 #define WIDTH 1200
 #define PAD_X 10
 #define FRAME_H 18
@@ -23,7 +25,8 @@
 struct node {
 	const char *name;
 	int64_t bytes, samples;
-	struct node *child, *next; /* first child, next sibling (sorted by name) */
+	struct lifetime_dist *life; /* of the stacks through this frame, or NULL */
+	struct node *child, *next;  /* first child, next sibling (sorted by name) */
 };
 
 static struct node *node_new(const char *name)
@@ -41,6 +44,7 @@ static void node_free(struct node *n)
 		struct node *next = n->next;
 
 		node_free(n->child);
+		free(n->life);
 		free(n);
 		n = next;
 	}
@@ -139,7 +143,7 @@ static void write_node(struct writer *w, const struct node *n, double x, int dep
 	double share = n->bytes / w->total, lo, hi, per;
 	double px = PAD_X + x * (WIDTH - 2 * PAD_X), pw = share * (WIDTH - 2 * PAD_X);
 	int y = height - BOTTOM - (depth + 1) * FRAME_H;
-	char b[32], bl[32], bh[32], fill[32];
+	char b[32], bl[32], bh[32], fill[32], life[256];
 
 	per = profile_bytes_per_sample(w->p, n->bytes, n->samples);
 	poisson_interval95((double)n->samples, &lo, &hi);
@@ -150,11 +154,22 @@ static void write_node(struct writer *w, const struct node *n, double x, int dep
 	fprintf(w->out, "<g class=\"f\" data-x=\"%.9f\" data-w=\"%.9f\" data-d=\"%d\" data-t=\"", x,
 		share, depth);
 	xml_text(w->out, n->name);
-	fprintf(w->out, " \u2014 %s (%.2f%%), 95%% interval [%s, %s], %lld samples\"><title>", b,
-		100 * share, bl, bh, (long long)n->samples);
+	fprintf(w->out, " \u2014 %s (%.2f%%), 95%% interval [%s, %s], %lld samples", b, 100 * share,
+		bl, bh, (long long)n->samples);
+	if (n->life) {
+		lifetime_summary(n->life, life, sizeof(life));
+		fputs("; ", w->out);
+		xml_text(w->out, life);
+	}
+	fputs("\"><title>", w->out);
 	xml_text(w->out, n->name);
-	fprintf(w->out, "\n%s, %.2f%% of the view\n95%% interval [%s, %s] (%lld samples)</title>",
-		b, 100 * share, bl, bh, (long long)n->samples);
+	fprintf(w->out, "\n%s, %.2f%% of the view\n95%% interval [%s, %s] (%lld samples)", b,
+		100 * share, bl, bh, (long long)n->samples);
+	if (n->life) {
+		fputc('\n', w->out);
+		xml_text(w->out, life);
+	}
+	fputs("</title>", w->out);
 	fprintf(w->out,
 		"<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>"
 		"<text x=\"%.2f\" y=\"%d\">",
@@ -188,6 +203,8 @@ static const char script[] =
     "var W="
     "1200"
     ",PX=10,frames=[],focus=null,details,searchInfo,matchRe=null;\n"
+    "window.addEventListener('error',function(e){\n"
+    " document.documentElement.setAttribute('data-error',String(e.message));});\n"
     "function init(){\n"
     " var gs=document.querySelectorAll('g.f');\n"
     " for(var i=0;i<gs.length;i++){var g=gs[i];frames.push({g:g,x:+g.getAttribute('data-x'),\n"
@@ -202,7 +219,16 @@ static const char script[] =
     " document.addEventListener('keydown',function(e){\n"
     "  if((e.ctrlKey||e.metaKey)&&e.key=='f'){e.preventDefault();askSearch();}\n"
     "  else if(e.key=='Escape'){zoomTo(null);setSearch(null);}});\n"
-    " draw();}\n"
+    " window.addEventListener('hashchange',fromHash);\n"
+    " draw();fromHash();document.documentElement.setAttribute('data-ready','1');}\n"
+    "function fromHash(){var h=location.hash.slice(1).split('&');\n"
+    " for(var i=0;i<h.length;i++){var k=h[i].split('=')[0],v=h[i].slice(k.length+1);\n"
+    "  try{v=decodeURIComponent(v);}catch(e){continue;}\n"
+    "  if(k=='search')setSearch(v);else if(k=='zoom')zoomTo(widest(v));}}\n"
+    "function widest(s){var re,best=null;try{re=new RegExp(s);}catch(e){return null;}\n"
+    " for(var i=0;i<frames.length;i++){var f=frames[i];\n"
+    "  if(re.test(f.name)&&(!best||f.w>best.w||f.w==best.w&&f.d<best.d))best=f;}\n"
+    " return best;}\n"
     "function show(f){details.textContent=f.g.getAttribute('data-t');}\n"
     "function inside(f,z){return f.d>=z.d&&f.x>=z.x-1e-12&&f.x+f.w<=z.x+z.w+1e-9;}\n"
     "function below(f,z){return f.d<z.d&&f.x<=z.x+1e-12&&f.x+f.w>=z.x+z.w-1e-9;}\n"
@@ -254,6 +280,12 @@ int flamegraph_svg_write(FILE *out, const struct profile *p, enum memprof_view v
 		n = profile_stack_names(s, names, PROFILE_MAX_NAMES);
 		root->bytes += s->bytes[v];
 		root->samples += s->samples[v];
+		if (s->life && !root->life && !(root->life = calloc(1, sizeof(*root->life)))) {
+			rc = -1;
+			break;
+		}
+		if (s->life)
+			lifetime_dist_merge(root->life, s->life);
 		for (size_t k = n; k-- > 0;) {
 			at = child_of(at, names[k]);
 			if (!at) {
@@ -262,6 +294,12 @@ int flamegraph_svg_write(FILE *out, const struct profile *p, enum memprof_view v
 			}
 			at->bytes += s->bytes[v];
 			at->samples += s->samples[v];
+			if (s->life && !at->life && !(at->life = calloc(1, sizeof(*at->life)))) {
+				rc = -1;
+				break;
+			}
+			if (s->life)
+				lifetime_dist_merge(at->life, s->life);
 		}
 	}
 	if (rc) {

@@ -15,6 +15,9 @@
 #include "pprof.h"
 #include "text_report.h"
 
+/* Sites whose lifetime histograms -v prints. */
+#define LIFETIMES_HIST_TOP 10
+
 static const char *const format_names[N_FORMATS] = {"folded", "pprof", "svg", "text"};
 
 int output_format_parse(const char *s)
@@ -58,62 +61,192 @@ static int write_format(FILE *f, const struct profile *p, enum output_format fmt
 	}
 }
 
-static int fail(const char *what, const char *path)
+#define ERR_LEN (2 * PATH_MAX + 256)
+
+static void files_init(struct output_files *f)
 {
-	fprintf(stderr, "memprof-bpf: cannot write %s%s%s\n", what, path ? " " : "",
-		path ? path : "");
+	memset(f, 0, sizeof(*f));
+	for (int i = 0; i < OUTPUT_MAX_FILES; i++)
+		f->paths[i].fd = -1;
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
+		f->views[v].fd = -1;
+	f->out.fd = -1;
+	f->lifetimes.fd = -1;
+	f->timeline.fd = -1;
+}
+
+void output_files_close(struct output_files *f)
+{
+	for (int i = 0; i < f->n_paths; i++)
+		outfile_close(&f->paths[i]);
+	if (f->has_views)
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++)
+			outfile_close(&f->views[v]);
+	if (f->has_stdout)
+		outfile_close(&f->out);
+	if (f->has_lifetimes)
+		outfile_close(&f->lifetimes);
+	if (f->has_timeline)
+		outfile_close(&f->timeline);
+	files_init(f);
+}
+
+int output_files_open(struct output_files *f, const struct output_request *r, int with_stdout)
+{
+	char path[PATH_MAX], err[ERR_LEN];
+
+	files_init(f);
+	if (r->all_views_dir) {
+		if (outfile_make_dir(r->all_views_dir, err, sizeof(err)))
+			goto fail;
+		f->has_views = 1;
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+			snprintf(path, sizeof(path), "%s/%s.folded", r->all_views_dir,
+				 memprof_view_names[v]);
+			if (outfile_open(&f->views[v], path, err, sizeof(err)))
+				goto fail;
+		}
+	}
+	for (int i = 0; i < r->n_paths; i++) {
+		f->n_paths = i + 1;
+		if (outfile_open(&f->paths[i], r->paths[i], err, sizeof(err)))
+			goto fail;
+	}
+	if (r->lifetimes_path) {
+		f->has_lifetimes = 1;
+		if (outfile_open(&f->lifetimes, r->lifetimes_path, err, sizeof(err)))
+			goto fail;
+	}
+	if (r->timeline_path) {
+		f->has_timeline = 1;
+		if (outfile_open(&f->timeline, r->timeline_path, err, sizeof(err)))
+			goto fail;
+	}
+	if (!r->n_paths && !r->all_views_dir && with_stdout) {
+		f->has_stdout = 1;
+		if (outfile_open(&f->out, NULL, err, sizeof(err)))
+			goto fail;
+	}
+	return EXIT_OK;
+fail:
+	output_files_close(f);
+	fprintf(stderr, "memprof-bpf: %s\n", err);
+	return EXIT_FAILED;
+}
+
+struct format_writer {
+	const struct profile *p;
+	enum output_format fmt;
+	enum memprof_view view;
+};
+
+static int format_writer_run(FILE *f, void *ctx)
+{
+	const struct format_writer *w = ctx;
+
+	errno = 0;
+	return write_format(f, w->p, w->fmt, w->view);
+}
+
+static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt"};
+
+/* Write one file with fn; a failure is one line (with the fallback file, if any). */
+static int write_with(struct outfile *o, outfile_writer fn, void *ctx, const char *tag)
+{
+	char err[ERR_LEN];
+
+	if (!outfile_write(o, fn, ctx, tag, err, sizeof(err)))
+		return EXIT_OK;
+	fprintf(stderr, "memprof-bpf: %s\n", err);
+	return EXIT_FAILED;
+}
+
+static int lifetimes_writer(FILE *f, void *ctx)
+{
+	errno = 0;
+	return lifetimes_csv_write(f, ctx) ? -1 : 0;
+}
+
+struct timeline_writer {
+	const struct output_request *r;
+	const struct profile *p;
+};
+
+static int timeline_writer_run(FILE *f, void *ctx)
+{
+	const struct timeline_writer *w = ctx;
+
+	errno = 0;
+	return timeline_write(f, w->r->timeline, w->p, timeline_format_of_path(w->r->timeline_path))
+		   ? -1
+		   : 0;
+}
+
+/* Write one file; a failure is one line (with the fallback file, if any). */
+static int write_one(struct outfile *o, const struct profile *p, enum output_format fmt,
+		     enum memprof_view v, const char *tag)
+{
+	struct format_writer w = {p, fmt, v};
+	char err[ERR_LEN];
+
+	if (!outfile_write(o, format_writer_run, &w, tag, err, sizeof(err)))
+		return EXIT_OK;
+	fprintf(stderr, "memprof-bpf: %s\n", err);
 	return EXIT_FAILED;
 }
 
 static int write_all(const struct output_request *r, const struct profile *p)
 {
-	char path[PATH_MAX];
+	struct output_files own, *files = r->files;
+	char tag[96];
+	int code = EXIT_OK;
 
-	if (r->all_views_dir) {
-		if (mkdir(r->all_views_dir, 0755) && errno != EEXIST) {
-			fprintf(stderr, "memprof-bpf: cannot create %s: %s\n", r->all_views_dir,
-				strerror(errno));
-			return EXIT_FAILED;
-		}
-		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%s/%s.folded", r->all_views_dir,
-				 memprof_view_names[v]);
-			f = fopen(path, "w");
-			if (!f)
-				return fail("", path);
-			if (folded_write(f, p, v) < 0) {
-				fclose(f);
-				return fail("", path);
-			}
-			if (fclose(f))
-				return fail("", path);
-		}
-		if (!r->n_paths)
-			return EXIT_OK;
+	if (!files) {
+		code = output_files_open(&own, r, 1);
+		if (code)
+			return code;
+		files = &own;
 	}
-	for (int i = 0; i < r->n_paths; i++) {
-		const char *path = r->paths[i];
+	/* Every file is tried: one that fails does not lose the others. */
+	if (files->has_views)
+		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+			snprintf(tag, sizeof(tag), "%s.folded", memprof_view_names[v]);
+			code |= write_one(&files->views[v], p, FMT_FOLDED, v, tag);
+		}
+	for (int i = 0; i < files->n_paths; i++) {
+		const char *path = r->paths[i], *base = strrchr(path, '/');
 		enum output_format fmt =
 		    r->format == FMT_AUTO ? output_format_of_path(path) : r->format;
-		FILE *f = fopen(path, "w");
 
-		if (!f)
-			return fail("", path);
-		if (write_format(f, p, fmt, p->meta.view)) {
-			fclose(f);
-			return fail("", path);
-		}
-		if (fclose(f))
-			return fail("", path);
+		snprintf(tag, sizeof(tag), "%.80s", base ? base + 1 : path);
+		code |= write_one(&files->paths[i], p, fmt, p->meta.view, tag);
 	}
-	if (r->n_paths || r->all_views_dir)
-		return EXIT_OK;
-	if (write_format(stdout, p, r->format == FMT_AUTO ? FMT_FOLDED : r->format, p->meta.view) ||
-	    fflush(stdout))
-		return fail("the output", NULL);
-	return EXIT_OK;
+	if (files->has_stdout) {
+		enum output_format fmt = r->format == FMT_AUTO ? FMT_FOLDED : r->format;
+
+		snprintf(tag, sizeof(tag), "stdout%s", format_ext[fmt]);
+		code |= write_one(&files->out, p, fmt, p->meta.view, tag);
+	}
+	if (files->has_lifetimes) {
+		const char *base = strrchr(r->lifetimes_path, '/');
+
+		snprintf(tag, sizeof(tag), "%.80s", base ? base + 1 : r->lifetimes_path);
+		code |= write_with(&files->lifetimes, lifetimes_writer, (void *)p, tag);
+		if (p->meta.verbose && lifetimes_hist_write(stderr, p, LIFETIMES_HIST_TOP)) {
+			fprintf(stderr, "memprof-bpf: cannot write the lifetime histograms\n");
+			code = EXIT_FAILED;
+		}
+	}
+	if (files->has_timeline && r->timeline) {
+		struct timeline_writer tw = {r, p};
+		const char *base = strrchr(r->timeline_path, '/');
+
+		snprintf(tag, sizeof(tag), "%.80s", base ? base + 1 : r->timeline_path);
+		code |= write_with(&files->timeline, timeline_writer_run, &tw, tag);
+	}
+	if (files == &own)
+		output_files_close(&own);
+	return code ? EXIT_FAILED : EXIT_OK;
 }
 
 static double cpu_now(void)
@@ -138,6 +271,8 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 	struct output_source src = {
 	    .pid = r->meta.pid, .stacks = stacks, .aggs = aggs, .n = n, .sym = sym};
 
+	/* No lifetimes from here: output_write_sources with src.life has them. */
+
 	return output_write_sources(r, &src, 1);
 }
 
@@ -147,6 +282,7 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	double w0 = wall_now(), c0 = cpu_now();
 	struct rusage before, after;
 	struct profile_part parts[PROFILE_MAX_PARTS];
+	struct lifetime_input life[PROFILE_MAX_PARTS];
 	struct profile p;
 	int code, oom = 0;
 
@@ -202,6 +338,15 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 			"(%ld KiB before)\n",
 			p.n_stacks, addrs, lines, mods, dwarf, (wall_now() - w0) * 1e3,
 			(cpu_now() - c0) * 1e3, after.ru_maxrss, before.ru_maxrss);
+	}
+	for (size_t i = 0; i < n_src; i++)
+		life[i] = src[i].life;
+	if (lifetimes_attach(&p, life, n_src)) {
+		profile_free(&p);
+		for (size_t i = 0; i < n_src; i++)
+			dsym_free(parts[i].dsym);
+		fprintf(stderr, "memprof-bpf: out of memory reading the lifetimes\n");
+		return EXIT_FAILED;
 	}
 	code = write_all(r, &p);
 	profile_free(&p);

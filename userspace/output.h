@@ -5,7 +5,10 @@
 #ifndef MEMPROF_OUTPUT_H
 #define MEMPROF_OUTPUT_H
 
+#include "outfile.h"
+#include "lifetimes.h"
 #include "profile.h"
+#include "timeline.h"
 
 enum output_format { FMT_AUTO = -1, FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_TEXT, N_FORMATS };
 
@@ -16,6 +19,19 @@ enum output_format output_format_of_path(const char *path);
 
 #define OUTPUT_MAX_FILES 8
 
+/*
+ * The files of a request, opened before tracing (outfile.h): a bad path
+ * fails before any sample is taken, and each file is replaced whole at the
+ * end, or its profile goes to a fallback file that the error names.
+ */
+struct output_files {
+	struct outfile paths[OUTPUT_MAX_FILES]; /* -o FILE, in order */
+	struct outfile views[MEMPROF_N_VIEWS];	/* --all-views DIR/<view>.folded */
+	struct outfile out;			/* standard output */
+	struct outfile lifetimes, timeline;	/* --lifetimes, --timeline */
+	int n_paths, has_views, has_stdout, has_lifetimes, has_timeline;
+};
+
 struct output_request {
 	const char *paths[OUTPUT_MAX_FILES]; /* files to write (none: stdout) */
 	int n_paths;
@@ -23,7 +39,26 @@ struct output_request {
 	enum output_format format; /* FMT_AUTO: by each path's extension */
 	unsigned dsym_flags;	   /* DSYM_* */
 	struct profile_meta meta;
+	/* Opened beforehand by output_files_open; NULL: opened when writing. */
+	struct output_files *files;
+	/*
+	 * --lifetimes (needs the sources' lifetimes) and --timeline; NULL:
+	 * none.  The lifetimes, when the sources have them, show in every
+	 * output (text table, SVG tooltips, pprof labels and comments).
+	 */
+	const char *lifetimes_path;	 /* --lifetimes FILE.csv (-v: histograms on stderr) */
+	const struct timeline *timeline; /* its parts are the sources, in order */
+	const char *timeline_path;	 /* --timeline FILE.svg or FILE.csv */
 };
+
+/*
+ * Open the files r names: its paths, the files of its all_views_dir
+ * (created if needed), its lifetimes and timeline files, and standard output when there is neither
+ * and with_stdout.  EXIT_OK, or EXIT_FAILED after one line with the reason (nothing stays open).
+ */
+int output_files_open(struct output_files *f, const struct output_request *r, int with_stdout);
+/* Close them; a file not written is dropped (the old one stays). */
+void output_files_close(struct output_files *f);
 
 /*
  * Symbolize the aggregates and write what r asks.  Returns an exit code
@@ -41,6 +76,7 @@ struct output_source {
 	const struct memprof_stack_agg *aggs;
 	uint32_t n;
 	struct symbolizer *sym;
+	struct lifetime_input life; /* life.hists NULL: no lifetimes */
 };
 
 /* The same for several processes in one profile (at most PROFILE_MAX_PARTS). */

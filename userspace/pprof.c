@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lifetimes.h"
 #include "profile.pb-c.h"
 
 /* Sample types, two per view (objects, bytes), in the order of the views. */
@@ -243,20 +244,32 @@ static uint64_t location_id(struct builder *b, const struct dsym_frame *fr, size
 	return loc->id;
 }
 
+/* Labels of a sample at most: pid, then the four lifetime labels. */
+#define SAMPLE_MAX_LABELS 5
+
+/* A new numeric label on smp (its array sized SAMPLE_MAX_LABELS), or NULL. */
+static Pprof__Label *new_label(Pprof__Sample *smp)
+{
+	Pprof__Label *l;
+
+	if (!smp->label && !(smp->label = calloc(SAMPLE_MAX_LABELS, sizeof(*smp->label))))
+		return NULL;
+	if (smp->n_label == SAMPLE_MAX_LABELS || !(l = calloc(1, sizeof(*l))))
+		return NULL;
+	pprof__label__init(l);
+	smp->label[smp->n_label++] = l;
+	return l;
+}
+
 /* A "pid" label (numeric) on a sample of a profile of several processes. */
 static int add_pid_label(struct builder *b, Pprof__Sample *smp, pid_t pid)
 {
-	Pprof__Label *l = calloc(1, sizeof(*l));
+	Pprof__Label *l = new_label(smp);
 
-	smp->label = calloc(1, sizeof(*smp->label));
-	if (!l || !smp->label) {
-		free(l);
+	if (!l)
 		return -1;
-	}
-	pprof__label__init(l);
 	l->key = str_index(b, "pid");
 	l->num = pid;
-	smp->label[smp->n_label++] = l;
 	return 0;
 }
 
@@ -318,6 +331,69 @@ static void add_comment(struct builder *b, size_t *cap, const char *text)
 		b->prof.comment = v;
 	}
 	b->prof.comment[b->prof.n_comment++] = str_index(b, text);
+}
+
+/*
+ * A stack's lifetime percentiles as numeric labels, in microseconds:
+ * lifetime_p50, lifetime_p90, lifetime_p99 (a "_min" suffix when only a
+ * lower bound, blocks being still alive), and lifetime_still_live (samples).
+ */
+static int lifetime_labels(struct builder *b, Pprof__Sample *smp, const struct lifetime_dist *d)
+{
+	static const double qs[] = {0.5, 0.9, 0.99};
+	static const char *const names[][2] = {{"lifetime_p50", "lifetime_p50_min"},
+					       {"lifetime_p90", "lifetime_p90_min"},
+					       {"lifetime_p99", "lifetime_p99_min"}};
+	uint64_t live = lifetime_dist_live(d);
+
+	for (int i = 0; i < 4; i++) {
+		Pprof__Label *l = new_label(smp);
+		double ms = 0;
+		int lower = 0;
+
+		if (!l)
+			return -1;
+		if (i < 3) {
+			lower = lifetime_quantile(d, qs[i], &ms);
+			if (lower < 0)
+				lower = 0;
+			l->key = str_index(b, names[i][lower]);
+			l->num = llround(ms * 1000);
+			l->num_unit = str_index(b, "microseconds");
+		} else {
+			l->key = str_index(b, "lifetime_still_live");
+			l->num = (int64_t)live;
+			l->num_unit = str_index(b, "count");
+		}
+	}
+	return b->oom ? -1 : 0;
+}
+
+/* One comment per site (the --lifetimes table in words). */
+static int lifetime_comments(struct builder *b, size_t *cap, const struct profile *p)
+{
+	size_t n;
+	struct lifetime_site *sites;
+	char text[1536], sum[256], label[LIFETIME_LABEL_LEN];
+
+	for (n = 0; n < p->n_stacks && !p->stacks[n].life; n++)
+		;
+	if (n == p->n_stacks)
+		return 0;
+	sites = lifetime_sites(p, &n);
+	if (!sites)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		lifetime_summary(&sites[i].d, sum, sizeof(sum));
+		lifetime_site_label(p, sites[i].part, sites[i].name, label, sizeof(label));
+		snprintf(text, sizeof(text), "lifetimes of site %s: %llu samples, %s", label,
+			 (unsigned long long)(lifetime_dist_died(&sites[i].d, -1) +
+					      lifetime_dist_live(&sites[i].d)),
+			 sum);
+		add_comment(b, cap, text);
+	}
+	free(sites);
+	return b->oom ? -1 : 0;
 }
 
 static int build(struct builder *b, const struct profile *p)
@@ -400,6 +476,8 @@ static int build(struct builder *b, const struct profile *p)
 			smp->value[2 * v + 1] = s->bytes[v];
 		}
 		smp->n_value = 2 * MEMPROF_N_VIEWS;
+		if (s->life && lifetime_labels(b, smp, s->life))
+			return -1;
 		for (size_t f = 0; f < s->n_frames; f++)
 			smp->location_id[smp->n_location_id++] =
 			    location_id(b, s->frames[f], map_base[s->part]);
@@ -441,6 +519,8 @@ static int build(struct builder *b, const struct profile *p)
 	add_comment(b, &cap_comments,
 		    "each value is an estimate: a view's samples are Poisson, so a value "
 		    "resting on n samples has a relative error of about 1/sqrt(n)");
+	if (lifetime_comments(b, &cap_comments, p))
+		return -1;
 	return b->oom ? -1 : 0;
 }
 

@@ -1,4 +1,10 @@
-/* Parse /proc/PID/maps: only file-backed regions are kept. */
+/*
+ * Parse /proc/PID/maps: only file-backed regions are kept.  Each file is
+ * read where the target sees it, checked against the device and inode the
+ * mapping names: the path itself when this loader sees the same file there
+ * (it outlives the target), else through /proc/PID/root (the target's
+ * mount namespace and root), else /proc/PID/map_files (the mapping itself).
+ */
 #include "procmaps.h"
 
 #include <errno.h>
@@ -6,13 +12,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #define DELETED_SUFFIX " (deleted)"
 
+/* Is the file at path the one the mapping names (device and inode)? */
+static int same_file(const char *path, const struct map_region *r)
+{
+	struct stat st;
+
+	return !stat(path, &st) && st.st_ino == r->inode && major(st.st_dev) == r->dev_major &&
+	       minor(st.st_dev) == r->dev_minor;
+}
+
+/* Where to open r's file (malloc'ed); pid < 0: r->path as is. */
+static char *open_path_of(const struct map_region *r, pid_t pid)
+{
+	size_t len = strlen(r->path) + 96;
+	char *p = malloc(len);
+
+	if (!p || pid < 0) {
+		free(p);
+		return strdup(r->path);
+	}
+	/*
+	 * The path as this loader sees it, when it is the mapped file (same
+	 * device and inode): it stays readable once the target has exited,
+	 * for the symbolizer, which runs after the tracing.
+	 */
+	if (!r->deleted && same_file(r->path, r)) {
+		free(p);
+		return strdup(r->path);
+	}
+	snprintf(p, len, "/proc/%d/root%s", (int)pid, r->path);
+	if (!r->deleted && same_file(p, r))
+		return p;
+	/* Deleted, replaced, or hidden from /proc/PID/root: the mapping itself. */
+	snprintf(p, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, r->start, r->end);
+	return p;
+}
+
 static int region_push(struct proc_maps *m, size_t *cap, const struct map_region *r, pid_t pid)
 {
-	char map_file[96];
 	struct map_region *nr;
+	const struct map_region *prev;
 
 	if (m->n == *cap) {
 		size_t ncap = *cap ? 2 * *cap : 64;
@@ -23,13 +68,18 @@ static int region_push(struct proc_maps *m, size_t *cap, const struct map_region
 		m->regions = v;
 		*cap = ncap;
 	}
+	/* Taken after the growth: realloc may move the array. */
+	prev = m->n ? &m->regions[m->n - 1] : NULL;
 	nr = &m->regions[m->n];
 	*nr = *r;
-	/* A deleted file is still readable through the mapping itself. */
-	snprintf(map_file, sizeof(map_file), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-		 r->start, r->end);
 	nr->path = strdup(r->path);
-	nr->open_path = strdup(r->deleted ? map_file : r->path);
+	/* Consecutive regions of one file share its open path. */
+	if (prev && prev->inode == r->inode && prev->dev_major == r->dev_major &&
+	    prev->dev_minor == r->dev_minor && prev->deleted == r->deleted &&
+	    !strcmp(prev->path, r->path))
+		nr->open_path = strdup(prev->open_path);
+	else
+		nr->open_path = open_path_of(r, pid);
 	if (!nr->path || !nr->open_path) {
 		free(nr->path);
 		free(nr->open_path);
@@ -39,19 +89,14 @@ static int region_push(struct proc_maps *m, size_t *cap, const struct map_region
 	return 0;
 }
 
-int proc_maps_read(pid_t pid, struct proc_maps *out)
+int proc_maps_parse(FILE *f, pid_t pid, struct proc_maps *out)
 {
-	char name[64], *line = NULL;
+	char *line = NULL;
 	size_t len = 0, cap = 0;
-	FILE *f;
 	int err = 0;
 
 	out->regions = NULL;
 	out->n = 0;
-	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
-	f = fopen(name, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
 	while (!err && getline(&line, &len, f) > 0) {
 		struct map_region r = {0};
 		size_t len_path;
@@ -59,9 +104,10 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 		int path_at = -1;
 
 		line[strcspn(line, "\n")] = '\0';
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &r.start,
-			   &r.end, perms, &r.offset, &path_at) < 4 ||
-		    path_at < 0)
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &r.start, &r.end, perms, &r.offset, &r.dev_major, &r.dev_minor, &r.inode,
+			   &path_at) < 7 ||
+		    path_at < 0 || r.end < r.start)
 			continue;
 		r.path = line + path_at;
 		/* Anonymous, [heap], [vdso]... */
@@ -77,9 +123,25 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 		err = region_push(out, &cap, &r, pid);
 	}
 	free(line);
-	fclose(f);
 	if (err)
 		proc_maps_free(out);
+	return err;
+}
+
+int proc_maps_read(pid_t pid, struct proc_maps *out)
+{
+	char name[64];
+	FILE *f;
+	int err;
+
+	out->regions = NULL;
+	out->n = 0;
+	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
+	f = fopen(name, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	err = proc_maps_parse(f, pid, out);
+	fclose(f);
 	return err;
 }
 
@@ -136,4 +198,52 @@ int proc_exited(pid_t pid)
 	if (!p || p[1] != ' ')
 		return 1;
 	return p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+}
+
+int proc_state(pid_t pid, char *state, double *cpu_s)
+{
+	char name[64], buf[1024], *p;
+	unsigned long long utime, stime;
+	long hz = sysconf(_SC_CLK_TCK);
+	size_t n;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+	f = fopen(name, "re");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* After the name: state (3), then fields 4..13, utime (14), stime (15). */
+	if (!p || sscanf(p + 2, "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", state,
+			 &utime, &stime) != 3)
+		return -1;
+	*cpu_s = (double)(utime + stime) / (hz > 0 ? hz : 100);
+	return 0;
+}
+
+/* PF_KTHREAD in the flags of /proc/PID/stat (include/linux/sched.h). */
+#define PROC_PF_KTHREAD 0x00200000u
+
+int proc_is_kernel_thread(pid_t pid)
+{
+	char name[64], buf[1024], *p;
+	unsigned flags;
+	size_t n;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+	f = fopen(name, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* After the name: state (3), then ppid..tpgid (4..8), flags (9). */
+	if (!p || sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %u", &flags) != 1)
+		return 0;
+	return (flags & PROC_PF_KTHREAD) != 0;
 }

@@ -53,6 +53,7 @@ static int add_part(struct profile *p, size_t part_index)
 		s->flags = st->flags;
 		s->part = part_index;
 		s->root = p->n_parts > 1 ? part->root : NULL;
+		s->id = id;
 		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			p->total_bytes[v] += s->bytes[v];
 			p->total_samples[v] += s->samples[v];
@@ -110,8 +111,10 @@ void profile_process_name(pid_t pid, char *buf, size_t len)
 
 void profile_free(struct profile *p)
 {
-	for (size_t i = 0; i < p->n_stacks; i++)
+	for (size_t i = 0; i < p->n_stacks; i++) {
 		free(p->stacks[i].frames);
+		free(p->stacks[i].life);
+	}
 	free(p->stacks);
 	p->stacks = NULL;
 	p->n_stacks = 0;

@@ -15,11 +15,15 @@
 #include "dwarf_symbolize.h"
 #include "folded.h"
 
+struct lifetime_dist; /* userspace/lifetimes.h */
+
 struct profile_stack {
 	/* Frames innermost first (NULL entries never); n_frames 0: stack unknown. */
 	const struct dsym_frame **frames;
 	size_t n_frames;
 	unsigned flags;			  /* MEMPROF_STACK_F_*: a marker frame at the root */
+	uint32_t id;			  /* the kernel's stack id */
+	struct lifetime_dist *life;	  /* lifetimes_attach(), or NULL; freed with the profile */
 	int64_t samples[MEMPROF_N_VIEWS]; /* samples behind each view (sum of n_samples) */
 	int64_t bytes[MEMPROF_N_VIEWS];	  /* estimated bytes */
 	double objects[MEMPROF_N_VIEWS];  /* estimated objects */

@@ -22,6 +22,11 @@
 /* How often the block map is copied (live blocks and their ages). */
 #define BLOCKS_READ_POLLS 5
 #define ERR_LEN 512
+/*
+ * A generous allocation throughput, to bound the samples a target could
+ * have given at a very low rate: bytes allocated per second of its CPU time.
+ */
+#define GENEROUS_ALLOC_BYTES_PER_CPU_S (4.0 * 1024 * 1024 * 1024)
 
 volatile sig_atomic_t session_stop_requested;
 static int libbpf_verbose;
@@ -119,6 +124,12 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 	case OPT_SNAPSHOT_DIR:
 		o->snapshot_dir = arg;
 		return 0;
+	case OPT_LIFETIMES:
+		o->lifetimes_path = arg;
+		return 0;
+	case OPT_TIMELINE:
+		o->timeline_path = arg;
+		return 0;
 	default:
 		return 1;
 	}
@@ -156,6 +167,9 @@ void session_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* A closed pipe on stdout is an output error (EPIPE), not a silent death. */
+	signal(SIGPIPE, SIG_IGN);
 }
 
 double session_now(void)
@@ -164,6 +178,15 @@ double session_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds, the clock of bpf_ktime_get_ns. */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -232,9 +255,13 @@ void session_progress(struct session *s)
 
 /* ---- Attach ---- */
 
-/* Write the requested rate, after checking the control block's magic. */
-static int request_rate(const struct attach_opts *o, const struct target *t)
+/*
+ * Write the requested rate, after checking the control block's magic.  The
+ * rate requested before is kept in p, to be put back if the attach fails.
+ */
+static int request_rate(const struct attach_opts *o, struct traced *p)
 {
+	const struct target *t = &p->t;
 	struct memprof_probe_control ctl;
 	pid_t pid = t->pid;
 	int rc;
@@ -257,7 +284,9 @@ static int request_rate(const struct attach_opts *o, const struct target *t)
 		return cli_die(EXIT_TARGET,
 			       "process %d: probe ABI version %u, this tracer knows %u", (int)pid,
 			       ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
+	p->old_rate = ctl.requested_rate;
 	rc = control_write_rate(pid, t->control_addr, o->rate);
+	p->rate_written = !rc;
 	if (rc)
 		return cli_die(EXIT_TARGET, "cannot write the requested rate into process %d: %s",
 			       (int)pid, strerror(-rc));
@@ -384,6 +413,13 @@ static int scan_or_inject(const struct attach_opts *o, struct traced *p, char *e
 	struct inject_result res;
 	char lib[PATH_MAX];
 
+	if (st == TARGET_NO_PROBES && proc_is_kernel_thread(p->pid)) {
+		snprintf(err, errlen,
+			 "process %d is a kernel thread: it has no user memory and no memprof "
+			 "probes to trace",
+			 (int)p->pid);
+		return st;
+	}
 	if (st != TARGET_NO_PROBES || o->no_inject) {
 		if (st == TARGET_NO_PROBES)
 			strncat(err, "; --no-inject: not loading the malloc host",
@@ -416,6 +452,31 @@ static int scan_or_inject(const struct attach_opts *o, struct traced *p, char *e
 	return st;
 }
 
+/*
+ * A timeline point of every process, if one is due (or forced).  An exited
+ * process keeps its last aggregates (the mmapped arrays stay).
+ */
+static void timeline_point(struct session *s, int force)
+{
+	struct timeline_source src[SESSION_MAX_PIDS];
+	uint64_t gcs = 0;
+
+	if (!s->tl.pts || s->detached)
+		return;
+	for (int i = 0; i < s->n; i++) {
+		const struct tracer *tr = &s->procs[i].tr;
+
+		src[i] =
+		    (struct timeline_source){.aggs = tr->aggs, .n_stacks = tracer_n_stacks(tr)};
+		gcs += tracer_counter(tr, MEMPROF_CNT_GCS);
+	}
+	if (timeline_sample_parts(&s->tl, mono_ns(), src, (size_t)s->n, gcs, force) < 0 &&
+	    !s->tl_noted) {
+		s->tl_noted = 1;
+		session_note(s, "note: out of memory: the timeline stops here");
+	}
+}
+
 static int attach_one(struct session *s, struct traced *p)
 {
 	char err[ERR_LEN];
@@ -423,6 +484,18 @@ static int attach_one(struct session *s, struct traced *p)
 
 	if (kill(p->pid, 0) && errno == ESRCH)
 		return cli_die(EXIT_TARGET, "no process with pid %d", (int)p->pid);
+	/*
+	 * The rights the attach needs, probed before the target is touched
+	 * (no injection, no rate written): CAP_BPF and CAP_PERFMON pass the
+	 * capability check, but some kernels refuse uprobe events without
+	 * CAP_SYS_ADMIN.  A kernel thread has no probes to be refused.
+	 */
+	if (!proc_is_kernel_thread(p->pid)) {
+		int probe = environ_probe_uprobes(p->pid, err, sizeof(err));
+
+		if (probe)
+			return cli_die(probe == -2 ? EXIT_TARGET : EXIT_DENIED, "%s", err);
+	}
 	p->sym = symbolizer_new();
 	if (!p->sym)
 		return cli_die(EXIT_FAILED, "out of memory");
@@ -440,9 +513,7 @@ static int attach_one(struct session *s, struct traced *p)
 		return cli_die(EXIT_TARGET, "%s", err);
 	}
 	profile_process_name(p->pid, p->name, sizeof(p->name));
-	code = request_rate(s->o, &p->t);
-	if (code)
-		return code;
+	/* The BPF object first: a failure to load it leaves the target as it was. */
 	p->opened = 1;
 	switch (tracer_open(&p->tr, p->pid, s->o->max_blocks, s->o->max_stacks, err, sizeof(err))) {
 	case TRACER_OK:
@@ -452,12 +523,29 @@ static int attach_one(struct session *s, struct traced *p)
 	default:
 		return cli_die(EXIT_FAILED, "%s", err);
 	}
+	code = request_rate(s->o, p);
+	if (code)
+		return code;
 	if (tracer_attach(&p->tr, &p->t, err, sizeof(err)) != TRACER_OK)
 		return cli_die(proc_exited(p->pid) ? EXIT_TARGET : EXIT_FAILED, "%s", err);
 	if (s->o->verbose)
 		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
 			p->t.n_files, (int)p->pid);
 	return EXIT_OK;
+}
+
+/* After a failed start: put back the rates requested before this tracer. */
+static void restore_rates(const struct session *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		const struct traced *p = &s->procs[i];
+
+		if (p->rate_written && control_write_rate(p->pid, p->t.control_addr, p->old_rate) &&
+		    s->o->verbose)
+			fprintf(stderr,
+				"memprof-bpf: cannot restore the rate requested of process %d\n",
+				(int)p->pid);
+	}
 }
 
 int session_start(struct session *s, const struct attach_opts *o)
@@ -482,12 +570,75 @@ int session_start(struct session *s, const struct attach_opts *o)
 	}
 	if (code) {
 		session_detach(s);
+		restore_rates(s);
 		session_free(s);
 		return code;
 	}
 	clock_gettime(CLOCK_REALTIME, &s->start);
 	s->start_mono = session_now();
+	for (int i = 0; i < s->n; i++) {
+		char state;
+
+		proc_state(s->procs[i].pid, &state, &s->procs[i].cpu0);
+	}
+	if (o->timeline_path) {
+		if (timeline_init(&s->tl, mono_ns(), SESSION_POLL_MS * 1000000LL,
+				  TIMELINE_MAX_POINTS))
+			session_note(s, "note: out of memory: no timeline");
+		timeline_point(s, 1);
+	}
 	return EXIT_OK;
+}
+
+/* What the target does while traced, to explain an empty profile. */
+static void seen_poll(struct traced *p)
+{
+	struct memprof_probe_control ctl;
+	char state;
+	double cpu;
+
+	p->polls++;
+	if (!proc_state(p->pid, &state, &cpu) && (state == 'T' || state == 't'))
+		p->stopped_polls++;
+	if (p->t.control_addr && !control_read(p->pid, p->t.control_addr, &ctl) &&
+	    ctl.active_rate) {
+		p->took_attach = 1;
+		p->active_rate = ctl.active_rate;
+	}
+}
+
+/* The target took no sample: say why, in one note. */
+static void note_empty(const struct session *s, const struct traced *p, double seconds)
+{
+	double rate = p->active_rate ? p->active_rate : s->o->rate;
+	double expected = rate * p->cpu_s * GENEROUS_ALLOC_BYTES_PER_CPU_S / 8;
+
+	if (p->polls && p->stopped_polls == p->polls)
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d was stopped the whole %.1f s "
+			"this tracer was attached (SIGSTOP or a debugger): it ran no code (kill "
+			"-CONT it)\n",
+			(int)p->pid, seconds);
+	else if (!p->took_attach || p->cpu_s <= 0)
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d never allocated in the %.1f s "
+			"this tracer was attached (%s)\n",
+			(int)p->pid, seconds,
+			p->cpu_s <= 0 ? "it used no CPU time"
+				      : "it never reached an allocation that takes up the attach");
+	else if (expected < 1)
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: the rate %g is too low for %.1f s: the "
+			"%.2f s of CPU time process %d used, at a generous %.0f GiB allocated per "
+			"CPU-second, give %.3g expected samples (raise --rate)\n",
+			rate, seconds, p->cpu_s, (int)p->pid,
+			GENEROUS_ALLOC_BYTES_PER_CPU_S / (1024.0 * 1024 * 1024), expected);
+	else
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d sampled at rate %g for %.1f s "
+			"and used %.2f s of CPU time, but took no sample (it allocated little; "
+			"at most %.3g samples were possible)\n",
+			(int)p->pid, rate, seconds, p->cpu_s, expected);
 }
 
 int session_poll(struct session *s, unsigned poll)
@@ -501,12 +652,14 @@ int session_poll(struct session *s, unsigned poll)
 			continue;
 		if (proc_exited(p->pid)) {
 			p->exited = 1;
+			p->exit_ns = (uint64_t)mono_ns();
 			if (s->n > 1)
 				session_note(s, "note: process %d exited; its profile is kept",
 					     (int)p->pid);
 			continue;
 		}
 		alive++;
+		seen_poll(p);
 		if (!p->rate_reported)
 			p->rate_reported = report_rate(s, p);
 		if (!p->lost_noted && semaphore_lost(&p->t) && !proc_exited(p->pid)) {
@@ -533,15 +686,27 @@ int session_poll(struct session *s, unsigned poll)
 		if (poll % MAPS_REFRESH_POLLS == 0)
 			refresh_maps(p->pid, p->sym);
 	}
+	timeline_point(s, 0);
 	return alive;
 }
 
 void session_detach(struct session *s)
 {
+	double seconds = session_now() - s->start_mono;
+
 	session_progress_clear(s);
 	if (s->detached)
 		return;
+	timeline_point(s, 1); /* the last point: live memory when sampling stops */
 	s->detached = 1;
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+		char state;
+		double cpu;
+
+		if (!p->exited && !proc_state(p->pid, &state, &cpu))
+			p->cpu_s = cpu - p->cpu0;
+	}
 	for (int i = 0; i < s->n; i++)
 		if (s->procs[i].opened)
 			tracer_detach(&s->procs[i].tr); /* its semaphores drop: it stops sampling */
@@ -555,6 +720,9 @@ void session_detach(struct session *s)
 			    stderr,
 			    "memprof-bpf: note: process %d exited; writing what was collected\n",
 			    (int)p->pid);
+		else if (s->start_mono && !p->exited &&
+			 !tracer_counter(&p->tr, MEMPROF_CNT_SAMPLES))
+			note_empty(s, p, seconds);
 		tracer_read_blocks(&p->tr);
 	}
 }
@@ -595,6 +763,28 @@ int session_write(struct session *s, struct output_request *r)
 
 	fill_meta(s, r, &s->start);
 	sources_of(s, src, NULL);
+	/*
+	 * Lifetimes: the kernel's histograms of the blocks that died, and the
+	 * blocks still in the block map, censored when sampling stopped (or
+	 * when the process was seen gone, if it went first).
+	 */
+	for (int i = 0; i < s->n; i++) {
+		const struct traced *p = &s->procs[i];
+		uint64_t end = p->tr.detach_ns;
+
+		if (p->exit_ns && (!end || p->exit_ns < end))
+			end = p->exit_ns;
+		src[i].life = (struct lifetime_input){.hists = p->tr.lifetimes,
+						      .n_stacks = tracer_n_stacks(&p->tr),
+						      .blocks = p->tr.blocks,
+						      .n_blocks = p->tr.n_blocks,
+						      .now_ns = end ? end : (uint64_t)mono_ns()};
+	}
+	r->lifetimes_path = s->o->lifetimes_path;
+	if (s->tl.pts) {
+		r->timeline = &s->tl;
+		r->timeline_path = s->o->timeline_path;
+	}
 	return output_write_sources(r, src, (size_t)s->n);
 }
 
@@ -606,7 +796,7 @@ int session_snapshot(struct session *s, const struct timespec *from)
 	struct memprof_stack_agg *owned[SESSION_MAX_PIDS] = {0};
 	struct output_source src[SESSION_MAX_PIDS];
 	struct output_request r = {.n_paths = 1, .format = s->o->format};
-	char name[64], path[PATH_MAX], tmp[PATH_MAX];
+	char name[64], path[PATH_MAX];
 	enum output_format fmt = s->o->format == FMT_AUTO ? FMT_FOLDED : s->o->format;
 	struct timespec now;
 	struct tm tm;
@@ -617,8 +807,6 @@ int session_snapshot(struct session *s, const struct timespec *from)
 	strftime(name, sizeof(name), "%Y%m%dT%H%M%S", &tm);
 	snprintf(path, sizeof(path), "%s/%s.%03ldZ%s", s->o->snapshot_dir, name,
 		 now.tv_nsec / 1000000, format_ext[fmt]);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.%03ldZ.tmp", s->o->snapshot_dir, name,
-		 now.tv_nsec / 1000000);
 	/*
 	 * alloc, promoted and short over the interval (the kernel's counts
 	 * minus those at the last snapshot), live as it is now.
@@ -629,7 +817,8 @@ int session_snapshot(struct session *s, const struct timespec *from)
 		struct memprof_stack_agg *cur = malloc((n ? n : 1) * sizeof(*cur));
 
 		if (!p->snap_prev)
-			p->snap_prev = calloc(MEMPROF_MAX_STACKS, sizeof(*p->snap_prev));
+			p->snap_prev = calloc((size_t)p->tr.max_stacks + MEMPROF_INNER_STACKS,
+					      sizeof(*p->snap_prev));
 		owned[i] = cur;
 		if (!cur || !p->snap_prev) {
 			code = cli_die(EXIT_FAILED, "out of memory");
@@ -652,16 +841,13 @@ int session_snapshot(struct session *s, const struct timespec *from)
 		deltas[i] = cur;
 	}
 	if (!code) {
-		r.paths[0] = tmp;
+		/* Written through a temporary file, linked into place whole (outfile.h). */
+		r.paths[0] = path;
 		r.format = fmt;
 		fill_meta(s, &r, from);
 		r.meta.verbose = 0;
 		sources_of(s, src, deltas);
 		code = output_write_sources(&r, src, (size_t)s->n);
-		if (!code && rename(tmp, path))
-			code = cli_die(EXIT_FAILED, "cannot write %s: %s", path, strerror(errno));
-		if (code)
-			unlink(tmp);
 	}
 	for (int i = 0; i < s->n; i++)
 		free(owned[i]);
@@ -679,8 +865,13 @@ static void report_one(const struct session *s, const struct traced *p)
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
 	};
 	uint64_t dropped = drops_of(tr);
-	uint64_t orphans = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
-			   tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
+	/* Orphans: promote/dealloc of ids not tracked, by their cause. */
+	uint64_t unexplained = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
+			       tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
+	uint64_t map_full = tracer_counter(tr, MEMPROF_CNT_ORPHAN_UNTRACKED);
+	uint64_t early = tracer_counter(tr, MEMPROF_CNT_ORPHAN_EARLY);
+	uint64_t late = tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS);
+	uint64_t orphans = unexplained + map_full + early;
 	uint64_t oldest_ns = 0, now;
 	struct timespec ts;
 	char who[32] = "";
@@ -692,32 +883,52 @@ static void report_one(const struct session *s, const struct traced *p)
 	for (size_t i = 0; i < tr->n_blocks; i++)
 		if (now > tr->blocks[i].b.alloc_ns && now - tr->blocks[i].b.alloc_ns > oldest_ns)
 			oldest_ns = now - tr->blocks[i].b.alloc_ns;
-	fprintf(stderr,
-		"memprof-bpf: stats:%s samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
-		" event_batches %" PRIu64 " gcs %" PRIu64 " orphan_ids %" PRIu64
-		" double_promotes %" PRIu64 " duplicate_ids %" PRIu64 " dropped %" PRIu64
-		" live_blocks %zu oldest_live_ms %" PRIu64 " late_orphan_ids %" PRIu64
-		" cut_stacks %" PRIu64 " inner_stacks %" PRIu64 "\n",
-		who, tracer_counter(tr, MEMPROF_CNT_SAMPLES),
-		tracer_counter(tr, MEMPROF_CNT_PROMOTES), tracer_counter(tr, MEMPROF_CNT_DEALLOCS),
-		tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES), tracer_counter(tr, MEMPROF_CNT_GCS),
-		orphans, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
-		tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-		oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS),
-		tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
-		tracer_counter(tr, MEMPROF_CNT_INNER_STACKS));
+	fprintf(
+	    stderr,
+	    "memprof-bpf: stats:%s samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
+	    " gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
+	    " duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
+	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 " orphans_map_full %" PRIu64
+	    " orphans_before_attach %" PRIu64 " event_batches %" PRIu64 " cut_stacks %" PRIu64
+	    " inner_stacks %" PRIu64 "\n",
+	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
+	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS), orphans,
+	    tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
+	    tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
+	    oldest_ns / 1000000, late, tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS), map_full, early,
+	    tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES),
+	    tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
+	    tracer_counter(tr, MEMPROF_CNT_INNER_STACKS));
 	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
 			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
 			", stack unreadable %" PRIu64 ", stack hash collision %" PRIu64 "\n",
 			drops[0], drops[1], drops[2], drops[3], drops[4]);
-	if (orphans)
+	if (map_full)
 		fprintf(stderr,
-			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks this "
-			"tracer never saw sampled (sampled before it attached, for another tracer "
-			"or an in-process profile)\n",
-			orphans);
+			"memprof-bpf: note: %" PRIu64
+			" promote/dealloc events named blocks sampled while the block map was "
+			"full (not tracked: raise --max-blocks)\n",
+			map_full);
+	if (early)
+		fprintf(
+		    stderr,
+		    "memprof-bpf: note: %" PRIu64
+		    " promote/dealloc events named blocks sampled before this tracer attached "
+		    "(attached mid-run: an in-process profile or another tracer sampled them)\n",
+		    early);
+	if (unexplained)
+		fprintf(stderr,
+			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks newer "
+			"than this tracer's first sample that it never saw sampled (a lost sample "
+			"probe, or a host whose block ids do not increase)\n",
+			unexplained);
+	if (late && s->o->verbose)
+		fprintf(stderr,
+			"memprof-bpf: %" PRIu64 " promote/dealloc events while detaching named "
+			"blocks sampled after the sample probe was gone (late ids)\n",
+			late);
 	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
 		fprintf(stderr,
 			"memprof-bpf: note:%s %" PRIu64
@@ -759,5 +970,6 @@ void session_free(struct session *s)
 			symbolizer_free(p->sym);
 		free(p->snap_prev);
 	}
+	timeline_free(&s->tl);
 	s->n = 0;
 }

@@ -37,6 +37,9 @@ struct attach_opts {
 	int verbose;
 	double every; /* --every SECONDS: snapshots into snapshot_dir */
 	const char *snapshot_dir;
+	/* Lifetimes and the timeline (lifetimes.c, timeline.c) */
+	const char *lifetimes_path; /* --lifetimes FILE.csv */
+	const char *timeline_path;  /* --timeline FILE.svg|FILE.csv */
 	/* top */
 	unsigned long rows;
 	int sort; /* enum memprof_view */
@@ -60,6 +63,15 @@ struct traced {
 	struct tracer tr;
 	int opened, exited, rate_reported, lost_noted, forgot_noted;
 	struct memprof_stack_agg *snap_prev; /* --every: aggregates at the last snapshot */
+	/* The rate requested before this tracer, put back if the attach fails. */
+	double old_rate;
+	int rate_written;
+	/* What it did while traced: explains an empty profile. */
+	unsigned polls, stopped_polls; /* polls, and those that found it stopped */
+	int took_attach;	       /* its control block showed a rate in force */
+	double active_rate;	       /* the last rate in force seen */
+	double cpu0, cpu_s;	       /* its CPU time at attach, and while traced */
+	uint64_t exit_ns;	       /* CLOCK_MONOTONIC ns when it was seen gone (0: alive) */
 };
 
 struct session {
@@ -71,16 +83,25 @@ struct session {
 	int progress;	  /* a status line is shown on stderr (a terminal) */
 	int progress_len; /* characters of the status line on screen */
 	int detached;
+	/* --timeline: live bytes of every process's stacks, one point per due
+	 * poll (timeline.h); pts NULL: none. */
+	struct timeline tl;
+	int tl_noted; /* out of memory said once */
 };
 
-/* Set by SIGINT/SIGTERM once session_signals() installed the handlers. */
+/*
+ * Set by SIGINT, SIGTERM or SIGHUP once session_signals() installed the
+ * handlers.  SIGPIPE is ignored: a closed pipe on stdout is an output
+ * error (EPIPE, exit 4, the profile kept in a fallback file).
+ */
 extern volatile sig_atomic_t session_stop_requested;
 void session_signals(void);
 
 /*
- * Check the machine, scan and attach every process of o.  An exit code:
- * EXIT_OK, or the code of the first failure (one line printed; what was
- * attached is detached again).
+ * Check the machine and the rights to probe every process of o, then scan
+ * and attach them.  An exit code: EXIT_OK, or the code of the first
+ * failure (one line printed; what was attached is detached again and the
+ * rates requested before are put back).  Open the outputs before.
  */
 int session_start(struct session *s, const struct attach_opts *o);
 /*
@@ -90,9 +111,16 @@ int session_start(struct session *s, const struct attach_opts *o);
  */
 #define SESSION_POLL_MS 100
 int session_poll(struct session *s, unsigned poll);
-/* Detach every process and read the block maps a last time. */
+/*
+ * Detach every process and read the block maps a last time.  Notes a
+ * process that exited, and one that took no sample (why: stopped, never
+ * allocated, a rate too low for the time).
+ */
 void session_detach(struct session *s);
-/* Write what the session collected as r asks (r->meta filled here). */
+/*
+ * Write what the session collected as r asks (r->meta filled here; the
+ * lifetimes, --lifetimes and --timeline from the session's options).
+ */
 int session_write(struct session *s, struct output_request *r);
 /* The "memprof-bpf: stats:" line(s) and the notes on drops. */
 void session_report(const struct session *s);

@@ -1,11 +1,11 @@
-/* Return address -> frame name, with a per-path cache of ELF images. */
+/* The target's address space: its maps and a per-path cache of ELF images. */
 #include "symbolize.h"
-#include "ocaml_names.h"
 
-#include <inttypes.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct cached_image {
 	char *path;
@@ -13,10 +13,25 @@ struct cached_image {
 	struct elf_image img;
 };
 
+/*
+ * A file the target maps that this loader reaches only through the target
+ * (/proc/PID/root/..., /proc/PID/map_files/...): held open, so that it can
+ * still be read once the target has exited (the symbolizer runs after the
+ * tracing), through /proc/self/fd/N.
+ */
+struct held_file {
+	char *path;
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	int fd;
+};
+
 struct symbolizer {
 	struct proc_maps maps;
 	struct cached_image *cache;
 	size_t n_cache, cap_cache;
+	struct held_file *held;
+	size_t n_held, cap_held;
 };
 
 struct symbolizer *symbolizer_new(void)
@@ -34,11 +49,70 @@ void symbolizer_free(struct symbolizer *sym)
 		free(sym->cache[i].path);
 	}
 	free(sym->cache);
+	for (size_t i = 0; i < sym->n_held; i++) {
+		close(sym->held[i].fd);
+		free(sym->held[i].path);
+	}
+	free(sym->held);
 	free(sym);
+}
+
+/* The fd holding r's file open, or -1 (r is read at a path of its own). */
+static int hold_file(struct symbolizer *sym, const struct map_region *r)
+{
+	struct held_file *h;
+	int fd;
+
+	if (strncmp(r->open_path, "/proc/", 6) || !strncmp(r->open_path, "/proc/self/", 11))
+		return -1;
+	for (size_t i = 0; i < sym->n_held; i++) {
+		h = &sym->held[i];
+		if (h->inode == r->inode && h->dev_major == r->dev_major &&
+		    h->dev_minor == r->dev_minor && !strcmp(h->path, r->path))
+			return h->fd;
+	}
+	if (sym->n_held == sym->cap_held) {
+		size_t ncap = sym->cap_held ? 2 * sym->cap_held : 8;
+		struct held_file *v = realloc(sym->held, ncap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		sym->held = v;
+		sym->cap_held = ncap;
+	}
+	fd = open(r->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	h = &sym->held[sym->n_held];
+	*h = (struct held_file){.path = strdup(r->path),
+				.inode = r->inode,
+				.dev_major = r->dev_major,
+				.dev_minor = r->dev_minor,
+				.fd = fd};
+	if (!h->path) {
+		close(fd);
+		return -1;
+	}
+	sym->n_held++;
+	return fd;
 }
 
 void symbolizer_set_maps(struct symbolizer *sym, struct proc_maps *maps)
 {
+	for (size_t i = 0; i < maps->n; i++) {
+		struct map_region *r = &maps->regions[i];
+		int fd = hold_file(sym, r);
+		char held[32], *p;
+
+		if (fd < 0)
+			continue;
+		snprintf(held, sizeof(held), "/proc/self/fd/%d", fd);
+		p = strdup(held);
+		if (p) {
+			free(r->open_path);
+			r->open_path = p;
+		}
+	}
 	proc_maps_free(&sym->maps);
 	sym->maps = *maps;
 	maps->regions = NULL;
@@ -86,41 +160,4 @@ enum elf_image_status symbolizer_image(struct symbolizer *sym, const struct map_
 	sym->n_cache++;
 	*img = c->status == ELF_IMAGE_OK ? &c->img : NULL;
 	return c->status;
-}
-
-/* Frames are joined by ';' and followed by a space in folded output. */
-static void sanitize(char *s)
-{
-	for (; *s; s++)
-		if (*s == ';' || *s == ' ' || *s == '\t' || *s == '\n')
-			*s = *s == ';' ? ':' : '_';
-}
-
-void symbolizer_frame(struct symbolizer *sym, uint64_t pc, char *buf, size_t len)
-{
-	/* A return address points after the call: look the call up. */
-	uint64_t addr = pc ? pc - 1 : 0;
-	const struct map_region *r = proc_maps_find(&sym->maps, addr);
-	const struct elf_image *img = NULL;
-	const struct elf_sym *s = NULL;
-	const char *base;
-	uint64_t vaddr;
-	char err[1];
-
-	if (!r) {
-		snprintf(buf, len, "[unknown]+0x%" PRIx64, addr);
-		return;
-	}
-	base = strrchr(r->path, '/');
-	base = base ? base + 1 : r->path;
-	vaddr = addr - (r->start - r->offset);
-	if (symbolizer_image(sym, r, &img, err, 0) == ELF_IMAGE_OK) {
-		vaddr = addr - elf_image_bias(img, r->start, r->offset);
-		s = elf_image_lookup(img, vaddr);
-	}
-	if (!s)
-		snprintf(buf, len, "%s+0x%" PRIx64, base, vaddr);
-	else if (!ocaml_name(s->name, buf, len))
-		snprintf(buf, len, "%s", s->name);
-	sanitize(buf);
 }

@@ -1,7 +1,8 @@
 /*
- * Symbolization of return addresses in the target: the module mapped at the
- * address (from /proc/PID/maps), its function symbols (.symtab, .dynsym)
- * and its load bias.  ELF images are read once and cached by path.
+ * The target's address space as the loader sees it: a snapshot of its maps
+ * (/proc/PID/maps) and the ELF image of each mapped file (probes, control
+ * block, load segments), read once and cached by path.  Frames are named
+ * from it by dwarf_symbolize.h, the one symbolizer.
  */
 #ifndef MEMPROF_SYMBOLIZE_H
 #define MEMPROF_SYMBOLIZE_H
@@ -28,12 +29,5 @@ const struct proc_maps *symbolizer_maps(const struct symbolizer *sym);
  */
 enum elf_image_status symbolizer_image(struct symbolizer *sym, const struct map_region *r,
 				       const struct elf_image **img, char *err, size_t errlen);
-
-/*
- * The frame of return address pc: "function" or "module+0xOFF" (OFF the
- * address of the call in the module's ELF address space), never with ';'
- * or spaces.
- */
-void symbolizer_frame(struct symbolizer *sym, uint64_t pc, char *buf, size_t len);
 
 #endif

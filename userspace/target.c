@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 static int seen_path(const struct proc_maps *m, size_t upto, const char *path)
 {
@@ -28,6 +30,49 @@ static enum target_status add_file(struct target *t, const char *path, unsigned 
 	v[t->n_files].sample_semaphore = sample_semaphore;
 	v[t->n_files++].probes = probes;
 	return TARGET_OK;
+}
+
+/* Why pid has no probes: a kernel thread, a static program, or none mapped. */
+static void no_probes_reason(pid_t pid, struct symbolizer *sym, char *err, size_t errlen)
+{
+	const struct proc_maps *m = symbolizer_maps(sym);
+	char link[64], exe[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n < 0 && m->n == 0) {
+		snprintf(err, errlen,
+			 "process %d is a kernel thread: it has no user memory and no memprof "
+			 "probes to trace",
+			 (int)pid);
+		return;
+	}
+	if (n > 0) {
+		exe[n] = '\0';
+		for (size_t i = 0; i < m->n; i++) {
+			const struct elf_image *img;
+			char ignored[8];
+
+			if (strncmp(exe, m->regions[i].path, strlen(m->regions[i].path)))
+				continue;
+			if (symbolizer_image(sym, &m->regions[i], &img, ignored, sizeof(ignored)) ==
+				ELF_IMAGE_OK &&
+			    !img->has_interp) {
+				snprintf(err, errlen,
+					 "process %d runs a statically linked program (%s) without "
+					 "memprof probes: LD_PRELOAD cannot add them; link it with "
+					 "the memprof core",
+					 (int)pid, m->regions[i].path);
+				return;
+			}
+			break;
+		}
+	}
+	snprintf(err, errlen,
+		 "process %d has no memprof probes (no mapped ELF file has a "
+		 "memprof:sample USDT note)",
+		 (int)pid);
 }
 
 enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target *t, char *err,
@@ -75,10 +120,7 @@ enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target 
 			    img->control_addr + elf_image_bias(img, r->start, r->offset);
 	}
 	if (!t->n_files) {
-		snprintf(err, errlen,
-			 "process %d has no memprof probes (no mapped ELF file has a "
-			 "memprof:sample USDT note)",
-			 (int)pid);
+		no_probes_reason(pid, sym, err, errlen);
 		return TARGET_NO_PROBES;
 	}
 	return TARGET_OK;

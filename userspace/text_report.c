@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifetimes.h"
+
 static const char *const view_meaning[MEMPROF_N_VIEWS] = {
     "every sampled allocation",
     "blocks still alive when tracing stopped",
@@ -213,5 +215,9 @@ int text_report_write(FILE *out, const struct profile *p)
 				return -1;
 		}
 	}
+	/* Lifetime percentiles per site, when the loader read them. */
+	for (size_t i = 0; i < p->n_stacks; i++)
+		if (p->stacks[i].life)
+			return lifetimes_text_table(out, p);
 	return ferror(out) ? -1 : 0;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memprof.skel.h"
@@ -43,8 +44,9 @@ uint64_t tracer_stack_memory(uint32_t max_stacks)
 {
 	uint64_t n = (uint64_t)max_stacks + MEMPROF_INNER_STACKS;
 
-	/* The two arrays, and the dedupe hash (key, value, element header). */
-	return n * (sizeof(struct memprof_stack) + sizeof(struct memprof_stack_agg) + 8 + 8 + 48);
+	/* The three arrays, and the dedupe hash (key, value, element header). */
+	return n * (sizeof(struct memprof_stack) + sizeof(struct memprof_stack_agg) +
+		    sizeof(struct memprof_lifetime_hist) + 8 + 8 + 48);
 }
 
 enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks,
@@ -60,6 +62,11 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 		return status_of(rc);
 	}
 	tr->skel->rodata->target_tgid = (__u32)pid;
+	{
+		const char *hists = getenv("MEMPROF_BPF_LIFETIME_HISTS");
+
+		tr->skel->rodata->lifetime_hists = !(hists && !strcmp(hists, "0"));
+	}
 	if (max_blocks && (rc = bpf_map__set_max_entries(tr->skel->maps.blocks, max_blocks))) {
 		snprintf(err, errlen, "cannot size the block map: %s", strerror(-rc));
 		return TRACER_FAILED;
@@ -73,6 +80,8 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_aggs,
 					   max_stacks + MEMPROF_INNER_STACKS)) ||
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_ids,
+					   max_stacks + MEMPROF_INNER_STACKS)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.lifetimes,
 					   max_stacks + MEMPROF_INNER_STACKS))) {
 		snprintf(err, errlen, "cannot size the stack maps: %s", strerror(-rc));
 		return TRACER_FAILED;
@@ -85,7 +94,8 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 	}
 	tr->stacks = map_array(tr->skel->maps.stacks, &tr->stacks_bytes);
 	tr->aggs = map_array(tr->skel->maps.stack_aggs, &tr->aggs_bytes);
-	if (!tr->stacks || !tr->aggs) {
+	tr->lifetimes = map_array(tr->skel->maps.lifetimes, &tr->lifetimes_bytes);
+	if (!tr->stacks || !tr->aggs || !tr->lifetimes) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot mmap the BPF arrays: %s", strerror(-rc));
 		return status_of(rc);
@@ -148,8 +158,15 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 
 void tracer_detach(struct tracer *tr)
 {
-	if (tr->skel && tr->skel->bss)
+	if (tr->skel && tr->skel->bss) {
+		struct timespec ts;
+
+		if (!tr->detach_ns) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			tr->detach_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		}
 		((volatile struct memprof_bpf__bss *)tr->skel->bss)->detaching = 1;
+	}
 	/* Reverse order: the sample probe first, so no block is sampled after
 	 * its promote or dealloc could no longer be seen. */
 	for (size_t i = tr->n_links; i-- > 0;)
@@ -221,6 +238,8 @@ void tracer_close(struct tracer *tr)
 		munmap((void *)tr->stacks, tr->stacks_bytes);
 	if (tr->aggs)
 		munmap((void *)tr->aggs, tr->aggs_bytes);
+	if (tr->lifetimes)
+		munmap((void *)tr->lifetimes, tr->lifetimes_bytes);
 	memprof_bpf__destroy(tr->skel);
 	free(tr->blocks);
 	memset(tr, 0, sizeof(*tr));

@@ -27,6 +27,12 @@ struct tracer {
 	const struct memprof_stack_agg *aggs; /* mmapped, max_stacks + MEMPROF_INNER_STACKS */
 	uint32_t max_stacks;		      /* the stack table's size (--max-stacks) */
 	size_t stacks_bytes, aggs_bytes;
+	/* mmapped, max_stacks + MEMPROF_INNER_STACKS: lifetimes of the blocks that died */
+	const struct memprof_lifetime_hist *lifetimes;
+	size_t lifetimes_bytes;
+	/* CLOCK_MONOTONIC ns when tracer_detach raised detaching (0: not yet):
+	 * the blocks still in the block map were alive then. */
+	uint64_t detach_ns;
 	struct tracked_block *blocks; /* last snapshot of the blocks map */
 	size_t n_blocks, cap_blocks;
 };
@@ -40,7 +46,9 @@ enum tracer_status {
 /*
  * Open and load the BPF object for pid; map the arrays.  max_blocks sizes
  * the block map (0: MEMPROF_MAX_BLOCKS), max_stacks the stack table (0:
- * MEMPROF_MAX_STACKS; the inner table adds MEMPROF_INNER_STACKS).
+ * MEMPROF_MAX_STACKS; the inner table adds MEMPROF_INNER_STACKS).  With
+ * MEMPROF_BPF_LIFETIME_HISTS=0 in the environment the dealloc program keeps
+ * no lifetime histograms (the benchmark's baseline, bench/tables/t7-lifetimes.sh).
  */
 enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks,
 			       uint32_t max_stacks, char *err, size_t errlen);

@@ -56,3 +56,39 @@ EXTRA_CFLAGS_tests/statmemprof/ := -O1 -fno-omit-frame-pointer -fno-optimize-sib
 TEST_LIBS_statmemprof := $(BUILD)/librt.a $(BUILD)/libmemprof.a
 TEST_SAN_LIBS_statmemprof := $(BUILD)/san/librt.a $(BUILD)/san/libmemprof.a
 TEST_LDLIBS_statmemprof = $(MEMPROF_LIBS)
+
+# ---- The core's threaded tests under ThreadSanitizer: the core (one
+# object, its code in section memprof_text as in libmemprof.a, so the
+# frame skip is the same) and tests/core/test_{malloc_host,fuzz}.c built
+# with -fsanitize=thread and glibc's backtrace() instead of libunwind
+# (MEMPROF_CALLSTACK_GLIBC_BACKTRACE: libunwind's thread-exit destructor
+# crashes inside TSan's interceptor), against a fork-per-test stand-in for
+# Criterion (tests/tsan/), which does not start under TSan.  `make tsan`
+# runs it; `make test` runs it as one more test program (it prints
+# Criterion's synthesis line). ----
+TSAN_BIN := $(BUILD)/tsan/tests/core/threaded
+TSAN_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -fsanitize=thread \
+	-DMEMPROF_CALLSTACK_GLIBC_BACKTRACE -Iruntime-probes/include -Iruntime-probes/core
+TSAN_CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/tsan/obj/%.o)
+TSAN_TEST_SRCS := tests/core/test_malloc_host.c tests/core/test_fuzz.c tests/core/toy_host.c \
+	tests/tsan/runner.c
+
+$(BUILD)/tsan/obj/%.o: %.c $(wildcard runtime-probes/core/*.h) $(PUBLIC_HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(TSAN_CFLAGS) -c $< -o $@
+
+$(BUILD)/tsan/obj/memprof-core.o: $(TSAN_CORE_OBJS) runtime-probes/core/build.mk
+	ld -r -o $@ $(filter %.o,$^)
+	objcopy $(call own_code_section,memprof_text) $@
+
+$(TSAN_BIN): $(BUILD)/tsan/obj/memprof-core.o $(TSAN_TEST_SRCS) tests/core/toy_host.h \
+		tests/tsan/shim/criterion/criterion.h
+	@mkdir -p $(@D)
+	$(CC) $(TSAN_CFLAGS) -Wno-format-zero-length -Itests/tsan/shim -Itests/core -Itests/lib \
+		$(filter %.c %.o,$^) -o $@.$$$$.tmp -lpthread -lm && mv -f $@.$$$$.tmp $@
+
+TEST_BINS += $(TSAN_BIN)
+
+.PHONY: tsan
+tsan: $(TSAN_BIN)
+	./$(TSAN_BIN)

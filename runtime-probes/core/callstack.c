@@ -11,10 +11,19 @@
  * kept is the return address into the program that allocated, whichever
  * path through the host and the core the sample took.
  */
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef MEMPROF_CALLSTACK_GLIBC_BACKTRACE
+/*
+ * The ThreadSanitizer build (make tsan): glibc's backtrace(), because
+ * libunwind's thread-exit destructor crashes inside TSan's interceptor.
+ * The frames of the core are dropped by address all the same.
+ */
+#include <execinfo.h>
+#else
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
 
 #include "core.h"
 
@@ -57,8 +66,24 @@ size_t callstack_capture(uintptr_t *buf, size_t max)
 		if (n > want)
 			n = want;
 	} else {
-		int got = unw_backtrace((void **)buf, (int)want);
+#ifdef MEMPROF_CALLSTACK_GLIBC_BACKTRACE
+		int got = backtrace((void **)buf, (int)want);
+
 		n = got > 0 ? (size_t)got : 0;
+		/*
+		 * Under TSan, backtrace() is an interceptor: its own frames come
+		 * first, above the core's.  Everything before the first frame in
+		 * the core goes too.
+		 */
+		while (first < n && !callstack_is_own(buf[first]))
+			first++;
+		if (first == n)
+			first = 0;
+#else
+		int got = unw_backtrace((void **)buf, (int)want);
+
+		n = got > 0 ? (size_t)got : 0;
+#endif
 	}
 	while (first < n && callstack_is_own(buf[first]))
 		first++;

@@ -379,8 +379,14 @@ static int parse(int argc, char **argv, struct sites_options *o)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
-		const char *val = i + 1 < argc ? argv[++i] : NULL;
+		const char *val;
 
+		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+			printf("usage: workload-sites [--seconds S] [--iterations N] [--rate R] "
+			       "[--ready-file F]\n");
+			exit(0);
+		}
+		val = i + 1 < argc ? argv[++i] : NULL;
 		if (!val) {
 			fprintf(stderr, "workload-sites: %s needs a value\n", arg);
 			return -1;

@@ -131,11 +131,18 @@ pid_t trigger_start_bin(const char *bin, const char *dir, const char *out, const
 	return pid;
 }
 
+const char *loader_bin(void)
+{
+	const char *e = getenv("MEMPROF_BPF_LOADER");
+
+	return e && *e ? e : LOADER_BIN;
+}
+
 pid_t loader_start(const char *err_path, const char *const args[])
 {
 	char *argv[MAX_ARGS];
 
-	build_argv(argv, LOADER_BIN, args);
+	build_argv(argv, loader_bin(), args);
 	return spawn(argv, NULL, err_path);
 }
 
@@ -143,7 +150,7 @@ int loader_run_out(const char *out_path, const char *err_path, const char *const
 {
 	char *argv[MAX_ARGS];
 
-	build_argv(argv, LOADER_BIN, args);
+	build_argv(argv, loader_bin(), args);
 	return wait_exit(spawn(argv, out_path, err_path));
 }
 

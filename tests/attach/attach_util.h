@@ -41,6 +41,12 @@ pid_t trigger_start(const char *dir, const char *out, const char *const args[]);
 pid_t trigger_start_bin(const char *bin, const char *dir, const char *out,
 			const char *const args[]);
 
+/*
+ * The loader the tests run: LOADER_BIN, or $MEMPROF_BPF_LOADER (to show
+ * that a test fails with another build, say main's).
+ */
+const char *loader_bin(void);
+
 /* Run the loader to completion with args; stderr to err_path. Exit code. */
 int loader_run(const char *err_path, const char *const args[]);
 /* The same with the loader's stdout to out_path. */

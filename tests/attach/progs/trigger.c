@@ -21,6 +21,11 @@
  *
  * Usage: attach-trigger [--iterations N] [--seconds S] [--wait-tracers K]
  *                       [--ready-file F] [--start-file F] [--map FILE] [--seed X]
+ *                       [--vfork-every E] [--idle 1]
+ * --vfork-every E: every E epochs, one iteration runs in a vfork child (in
+ * the trigger's memory, as dash's children do): its samples are the
+ * trigger's, and the trigger later frees its blocks.  --idle 1: allocate
+ * nothing (sleep for --seconds), never taking up an attach.
  * --wait-tracers K waits for the sample semaphore to reach K (the kernel
  * counts one per probe, not per tracer: K is 0 or 1); --start-file then
  * waits for F to exist (the test creates it once all its tracers attached).
@@ -37,6 +42,7 @@
 #include <sys/mman.h>
 #include <sys/sdt.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,7 +102,10 @@ static uint64_t draw_gap(void)
 {
 	if (rate >= 1.0)
 		return 1;
-	return 1 + (uint64_t)floor(log(rng_uniform()) / log1p(-rate));
+	double gap = floor(log(rng_uniform()) / log1p(-rate));
+
+	/* A rate like 1e-300: no sample within any run. */
+	return gap >= 0x1p62 ? (uint64_t)1 << 62 : 1 + (uint64_t)gap;
 }
 
 /* The safe point: follow the tracer semaphore. */
@@ -109,7 +118,8 @@ static void poll_tracer(void)
 		rate = ctl->requested_rate > 0 && ctl->requested_rate <= 1
 			   ? ctl->requested_rate
 			   : MEMPROF_PROBE_DEFAULT_RATE;
-		inv_rate_q16 = (uint64_t)llround(65536.0 / rate);
+		inv_rate_q16 = 65536.0 / rate >= 0x1p62 ? (uint64_t)1 << 62
+							: (uint64_t)llround(65536.0 / rate);
 		next_gap = draw_gap();
 		sampling = 1;
 		ctl->active_rate = rate;
@@ -298,6 +308,22 @@ static void map_file(const char *path)
 	close(fd);
 }
 
+/* One iteration in a vfork child: it runs in this process's memory. */
+static __attribute__((noinline)) void one_iteration_in_vfork_child(void)
+{
+	pid_t child = vfork();
+
+	if (child == 0) {
+		site_short_lived();
+		site_medium_lived();
+		site_long_lived();
+		site_major_blocks();
+		_exit(0);
+	}
+	if (child > 0)
+		waitpid(child, NULL, 0);
+}
+
 static void write_ready(const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -310,7 +336,7 @@ static void write_ready(const char *path)
 
 int main(int argc, char **argv)
 {
-	unsigned long iterations = 100000, wait = 0;
+	unsigned long iterations = 100000, wait = 0, vfork_every = 0, idle = 0;
 	double seconds = 0, end;
 	const char *ready = NULL, *start = NULL;
 	uint64_t seed = TRIGGER_DEFAULT_SEED;
@@ -336,6 +362,10 @@ int main(int argc, char **argv)
 			map_file(v);
 		else if (!strcmp(a, "--seed"))
 			seed = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--vfork-every"))
+			vfork_every = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--idle"))
+			idle = strtoul(v, NULL, 0);
 		else {
 			fprintf(stderr, "attach-trigger: unknown option %s\n", a);
 			return 1;
@@ -355,11 +385,18 @@ int main(int argc, char **argv)
 	if (start)
 		wait_start_file(start);
 	end = now_s() + seconds;
+	while (idle && now_s() < end)
+		nanosleep(&(struct timespec){0, 50000000}, NULL);
+	if (idle)
+		iterations = 0, seconds = 0;
 	for (unsigned long it = 0; seconds > 0 ? now_s() < end : it < iterations; it++) {
 		if (it % TRIGGER_EPOCH_ITERS == 0) {
 			if (it)
 				collect(0);
 			poll_tracer();
+			if (vfork_every && (it / TRIGGER_EPOCH_ITERS) % vfork_every == 0) {
+				one_iteration_in_vfork_child();
+			}
 			if (seconds > 0)
 				nanosleep(&(struct timespec){0, TRIGGER_EPOCH_PAUSE_NS}, NULL);
 		}

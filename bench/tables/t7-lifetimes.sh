@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Table 7: what the lifetime histograms cost the dealloc program.  The
+# kernel's own accounting (sysctl kernel.bpf_stats_enabled: run_time_ns and
+# run_cnt per BPF program) times memprof_dealloc while the loader is
+# attached to the bundled workload, with the histograms (the default) and
+# without (MEMPROF_BPF_LIFETIME_HISTS=0: the loader sets a read-only flag
+# before load, and the verifier drops the histogram code), in alternating
+# rounds.  Standalone: BUILD=build REPS=5 bash bench/tables/t7-lifetimes.sh
+set -uo pipefail
+. bench/lib/common.sh
+BUILD=${BUILD:-build}
+REPS=${REPS:-5}
+WORK=${WORK:-$BUILD/bench/work}
+LOADER=$BUILD/memprof-bpf
+WORKLOAD=$BUILD/workload-sites
+RATE=1e-3
+SECONDS_ATTACHED=$([ "${BENCH_QUICK:-0}" = 1 ] && echo 3 || echo 5)
+mkdir -p "$WORK"
+
+echo "## Table 7: lifetime histograms in the dealloc program"
+echo
+command -v bpftool >/dev/null || { na "no bpftool"; exit 0; }
+[ -x "$LOADER" ] && [ -x "$WORKLOAD" ] || { na "$LOADER or $WORKLOAD not built"; exit 0; }
+old_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) || { na "no kernel.bpf_stats_enabled"; exit 0; }
+sysctl -qw kernel.bpf_stats_enabled=1 || { na "cannot enable kernel.bpf_stats_enabled"; exit 0; }
+trap 'sysctl -qw kernel.bpf_stats_enabled="$old_stats"' EXIT
+
+# The id of the memprof_dealloc program that process $1 holds (its fds'
+# fdinfo give the program ids; other loaders may run at the same time).
+dealloc_id_of() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(awk '/^prog_id:/ {print $2}' "$f" 2>/dev/null)
+		[ -n "$id" ] || continue
+		bpftool prog show id "$id" 2>/dev/null | grep -q ' name memprof_dealloc ' && {
+			echo "$id"
+			return 0
+		}
+	done
+	return 1
+}
+
+# one HISTS: "ns_per_run runs" of memprof_dealloc over one attach.
+one() {
+	local hists=$1 ready=$WORK/t7.ready id lp wp
+	rm -f "$ready"
+	"$WORKLOAD" --seconds $((SECONDS_ATTACHED + 5)) --ready-file "$ready" >/dev/null &
+	wp=$!
+	wait_for_line "$ready" '[0-9]' 10 || { kill $wp; return 1; }
+	MEMPROF_BPF_LIFETIME_HISTS=$hists "$LOADER" attach $wp -d "$SECONDS_ATTACHED" --rate $RATE \
+		-o /dev/null -v 2>"$WORK/t7.err" &
+	lp=$!
+	# Read the statistics a second before the end, once every probe is attached.
+	wait_for_line "$WORK/t7.err" '^memprof-bpf: attached' 10
+	sleep $((SECONDS_ATTACHED - 1))
+	id=$(dealloc_id_of $lp) || {
+		wait $lp
+		kill $wp 2>/dev/null
+		wait $wp 2>/dev/null
+		return 1
+	}
+	bpftool prog show id "$id" -j | python3 -c 'import json,sys
+p=json.load(sys.stdin); n=p.get("run_cnt",0)
+print("%.1f %d" % (p.get("run_time_ns",0)/n, n) if n else "")'
+	wait $lp
+	kill $wp 2>/dev/null
+	wait $wp 2>/dev/null
+	return 0
+}
+
+on=() off=()
+for ((r = 0; r < REPS; r++)); do
+	if ((r % 2)); then order="0 1"; else order="1 0"; fi
+	for h in $order; do
+		v=$(one $h) || continue
+		[ -n "$v" ] || continue
+		if [ "$h" = 1 ]; then on+=("$v"); else off+=("$v"); fi
+	done
+done
+[ ${#on[@]} -gt 0 ] && [ ${#off[@]} -gt 0 ] || { na "no measurement (another memprof loader running?)"; exit 0; }
+
+summary() {
+	printf '%s\n' "$@" | python3 -c 'import statistics,sys
+rows=[l.split() for l in sys.stdin if l.strip()]
+ns=[float(r[0]) for r in rows]; runs=[int(r[1]) for r in rows]
+print("%.0f ns (%.0f..%.0f) | %d" % (statistics.median(ns), min(ns), max(ns), statistics.median(runs)))'
+}
+med() { printf '%s\n' "$@" | awk '{print $1}' | median; }
+m_on=$(med "${on[@]}")
+m_off=$(med "${off[@]}")
+
+echo "\`memprof_dealloc\`'s mean run time per event, from the kernel's BPF statistics, attached"
+echo "${SECONDS_ATTACHED}s to \`workload-sites\` at rate $RATE; median over ${#on[@]}/${#off[@]} rounds (range)."
+echo "Each run is one dealloc probe: a tracked block died (its block map lookup and delete, the"
+echo "aggregates), and with the histograms also one clock read, one inlined array lookup and one"
+echo "atomic add. Nothing changes in the sample or promote programs."
+echo
+echo "| dealloc program | mean run time per event | runs per attach (median) |"
+echo "|---|---|---|"
+echo "| with lifetime histograms (default) | $(summary "${on[@]}") |"
+echo "| without (\`MEMPROF_BPF_LIFETIME_HISTS=0\`) | $(summary "${off[@]}") |"
+echo
+python3 -c "print('Added per death: %.0f ns (%.0f%% of the dealloc program\'s own time).' % ($m_on - $m_off, 100 * ($m_on - $m_off) / $m_off))"
