@@ -393,10 +393,10 @@ static __always_inline __u32 log2_floor(__u64 v)
  * the verifier inlines, and one atomic add.
  */
 static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples,
-					 __u64 alloc_ns)
+					 __u64 alloc_ns, __u64 now)
 {
 	struct memprof_lifetime_hist *h = bpf_map_lookup_elem(&lifetimes, &stack_id);
-	__u64 now = bpf_ktime_get_ns(), us;
+	__u64 us;
 	__u32 slot = 0;
 
 	if (!h)
@@ -433,7 +433,7 @@ static __always_inline void on_promote(__u64 id)
 		 b->est_objects_q16);
 }
 
-static __always_inline void on_dealloc(__u64 id, __u64 kind)
+static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 {
 	struct memprof_block *b;
 	__u64 n, est, obj, alloc_ns;
@@ -470,27 +470,27 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind)
 		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est, obj);
 	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est, -obj);
 	if (lifetime_hists)
-		lifetime_add(stack_id, kind, n, alloc_ns);
+		lifetime_add(stack_id, kind, n, alloc_ns, death_ns);
 }
 
 /* One event of a memprof:events batch: ctx is the batch's user address. */
 static long on_event(__u32 i, void *ctx)
 {
-	__u64 base = *(__u64 *)ctx, ev;
+	__u64 base = *(__u64 *)ctx, ev[2];
 
-	if (bpf_probe_read_user(&ev, sizeof(ev), (const void *)(base + (__u64)i * sizeof(ev)))) {
+	if (bpf_probe_read_user(ev, sizeof(ev), (const void *)(base + (__u64)i * sizeof(ev)))) {
 		count(MEMPROF_CNT_BAD_EVENTS);
 		return 1; /* the rest is unreadable too */
 	}
-	switch (MEMPROF_PROBE_EVENT_WHAT(ev)) {
+	switch (MEMPROF_PROBE_EVENT_WHAT(ev[0])) {
 	case MEMPROF_PROBE_EV_PROMOTE:
-		on_promote(MEMPROF_PROBE_EVENT_ID(ev));
+		on_promote(MEMPROF_PROBE_EVENT_ID(ev[0]));
 		break;
 	case MEMPROF_PROBE_EV_DEALLOC_MINOR:
-		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev), MEMPROF_PROBE_KIND_MINOR);
+		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev[0]), MEMPROF_PROBE_KIND_MINOR, ev[1]);
 		break;
 	case MEMPROF_PROBE_EV_DEALLOC_MAJOR:
-		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev), MEMPROF_PROBE_KIND_MAJOR);
+		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev[0]), MEMPROF_PROBE_KIND_MAJOR, ev[1]);
 		break;
 	default:
 		count(MEMPROF_CNT_BAD_EVENTS);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -690,6 +691,43 @@ int session_poll(struct session *s, unsigned poll)
 	return alive;
 }
 
+/* How long detach waits for the targets to hand over their queued events. */
+#define FLUSH_WAIT_S 0.2
+
+/*
+ * Ask every live target for the promote/dealloc events it has queued
+ * (memprof_probe_abi.h, flush_request) and wait until each served it, or
+ * FLUSH_WAIT_S: a target that does not poll meanwhile (idle, or a host
+ * without queues) keeps them, as it would have kept them after detach.
+ */
+static void request_flushes(struct session *s)
+{
+	uint64_t seq[SESSION_MAX_PIDS];
+	int waiting = 0;
+	double end = session_now() + FLUSH_WAIT_S;
+
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+
+		seq[i] = 0;
+		if (p->opened && !p->exited && p->t.control_addr &&
+		    !control_request_flush(p->pid, p->t.control_addr, &seq[i]))
+			waiting++;
+		else
+			seq[i] = 0;
+	}
+	while (waiting && session_now() < end) {
+		const struct timespec pause = {0, 2000000};
+
+		nanosleep(&pause, NULL);
+		waiting = 0;
+		for (int i = 0; i < s->n; i++)
+			if (seq[i] && control_flushed(s->procs[i].pid, s->procs[i].t.control_addr,
+						      seq[i]) == 0)
+				waiting++;
+	}
+}
+
 void session_detach(struct session *s)
 {
 	double seconds = session_now() - s->start_mono;
@@ -697,6 +735,7 @@ void session_detach(struct session *s)
 	session_progress_clear(s);
 	if (s->detached)
 		return;
+	request_flushes(s);
 	timeline_point(s, 1); /* the last point: live memory when sampling stops */
 	s->detached = 1;
 	for (int i = 0; i < s->n; i++) {

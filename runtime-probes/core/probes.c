@@ -146,10 +146,16 @@ int probe_poll(void)
 	int up = SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed();
 
 	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
-		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs. */
-		if (PROBE_UNLIKELY(
-			probe_events_stale(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS)))
+		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs,
+		 * and no longer once the tracer asks for them. */
+		if (PROBE_UNLIKELY(probe_flush_requested())) {
+			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
 			memprof_probe_flush();
+			probe_flush_served(request);
+		} else if (PROBE_UNLIKELY(
+			       probe_events_stale(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS))) {
+			memprof_probe_flush();
+		}
 		return 0;
 	}
 	int changed = 0;

@@ -45,9 +45,12 @@
  *       MEMPROF_PROBE_EVENTS_MAX) and fires this probe once per minor
  *       collection, major collection, young epoch or full buffer (and
  *       before its sampling stops), never per event.
- *         events_ptr    u64  user address of count u64 events,
- *                            MEMPROF_PROBE_EVENT(id, what) each.  Valid only
- *                            while the probe handler runs.
+ *         events_ptr    u64  user address of count events of two u64
+ *                            each: MEMPROF_PROBE_EVENT(id, what), then the
+ *                            CLOCK_MONOTONIC time of the event in ns (the
+ *                            clock of bpf_ktime_get_ns: lifetimes end when
+ *                            the block died, not when its batch went).
+ *                            Valid only while the probe handler runs.
  *         count         u64  1..MEMPROF_PROBE_EVENTS_MAX.
  *       what is one of
  *         MEMPROF_PROBE_EV_PROMOTE       a tracked young block survived a
@@ -142,9 +145,15 @@
 #define MEMPROF_PROBE_DEFAULT_RATE 1e-5
 
 /*
- * The control block.  Layout is fixed: 8-byte aligned, 64 bytes, no
- * padding.  requested_rate is written by tracers only; every other field is
- * written by the host only.
+ * The control block.  Layout is fixed: 8-byte aligned, 80 bytes, no
+ * padding.  requested_rate and flush_request are written by tracers only;
+ * every other field is written by the host only.
+ *
+ * Flush: before it detaches, a tracer adds 1 to flush_request and waits a
+ * little until flushed equals it: at its next poll (a safe point, an
+ * allocation slow path, the OCaml host's helper thread) the host fires
+ * memprof:events with what it has queued, then stores flush_request in
+ * flushed.  So the live view at detach lacks no death the host had seen.
  */
 struct memprof_probe_control {
 	__u64 magic;	       /* MEMPROF_PROBE_CONTROL_MAGIC */
@@ -156,6 +165,8 @@ struct memprof_probe_control {
 	__u64 dropped;	       /* samples dropped (table growth failed) */
 	__u64 promotes;	       /* promote events handed to memprof:events (monotonic) */
 	__u64 deallocs;	       /* dealloc events handed to memprof:events (monotonic) */
+	__u64 flush_request;   /* tracers: add 1 to get the queued events now */
+	__u64 flushed;	       /* host: the flush_request it last served */
 };
 
 #endif

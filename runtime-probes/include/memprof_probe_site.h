@@ -123,16 +123,16 @@ extern unsigned short memprof_events_semaphore;
 extern struct memprof_probe_control memprof_probe_control;
 
 struct probe_events {
-	uint64_t ev[MEMPROF_PROBE_EVENTS_MAX];
+	uint64_t ev[2 * MEMPROF_PROBE_EVENTS_MAX]; /* (event, CLOCK_MONOTONIC ns) pairs */
 	volatile uint32_t n; /* queued; read without the lock to decide on a flush */
-	uint64_t first_ns;   /* CLOCK_MONOTONIC_COARSE when the first one was queued */
+	uint64_t first_ns;   /* when the first one was queued */
 };
 
 static inline uint64_t probe_events_now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -144,7 +144,8 @@ static inline void probe_events_flush(struct probe_events *b)
 	if (n && PROBE_SEMAPHORE_UP(memprof_events_semaphore) && probe_sites_armed()) {
 		DTRACE_PROBE2(memprof, events, p, n);
 		for (uint64_t i = 0; i < n; i++)
-			promotes += MEMPROF_PROBE_EVENT_WHAT(b->ev[i]) == MEMPROF_PROBE_EV_PROMOTE;
+			promotes +=
+			    MEMPROF_PROBE_EVENT_WHAT(b->ev[2 * i]) == MEMPROF_PROBE_EV_PROMOTE;
 		__atomic_fetch_add(&memprof_probe_control.promotes, promotes, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&memprof_probe_control.deallocs, n - promotes, __ATOMIC_RELAXED);
 	}
@@ -159,14 +160,30 @@ static inline void probe_events_flush(struct probe_events *b)
 static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
 {
 	uint32_t n = b->n;
+	uint64_t now;
 
 	if (!PROBE_SEMAPHORE_UP(memprof_events_semaphore))
 		return 0;
+	now = probe_events_now_ns();
 	if (n == 0)
-		b->first_ns = probe_events_now_ns();
-	b->ev[n] = MEMPROF_PROBE_EVENT(id, what);
+		b->first_ns = now;
+	b->ev[2 * n] = MEMPROF_PROBE_EVENT(id, what);
+	b->ev[2 * n + 1] = now;
 	b->n = n + 1;
 	return n + 1 == MEMPROF_PROBE_EVENTS_MAX;
+}
+
+/* Has a tracer asked for the queued events (memprof_probe_control.flush_request)? */
+static inline int probe_flush_requested(void)
+{
+	return *(volatile __u64 *)&memprof_probe_control.flush_request !=
+	       *(volatile __u64 *)&memprof_probe_control.flushed;
+}
+
+/* After flushing: the request read before it is served. */
+static inline void probe_flush_served(__u64 request)
+{
+	__atomic_store_n(&memprof_probe_control.flushed, request, __ATOMIC_RELEASE);
 }
 
 /* Events queued for longer than max_ns (read without the lock)? */

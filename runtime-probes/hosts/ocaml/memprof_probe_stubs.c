@@ -627,8 +627,13 @@ static void *helper_main(void *arg)
 		int up;
 
 		nanosleep(&pause, NULL);
-		if (probe_events_stale(&events_queue, POLL_MS * 1000000ull))
+		if (probe_flush_requested()) {
+			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
 			events_flush();
+			probe_flush_served(request);
+		} else if (probe_events_stale(&events_queue, POLL_MS * 1000000ull)) {
+			events_flush();
+		}
 		up = tracer_up();
 		if (up != last) {
 			last = up;
@@ -783,8 +788,13 @@ static void *helper_main(void *arg)
 		int up;
 
 		nanosleep(&pause, NULL);
-		if (probe_events_stale(&events_queue, POLL_MS * 1000000ull))
+		if (probe_flush_requested()) {
+			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
 			events_flush();
+			probe_flush_served(request);
+		} else if (probe_events_stale(&events_queue, POLL_MS * 1000000ull)) {
+			events_flush();
+		}
 		up = tracer_up();
 		if (up != atomic_load(&acked) && !atomic_load(&poll_requested)) {
 			atomic_store(&poll_requested, 1);
@@ -855,6 +865,7 @@ CAMLprim value memprof_probe_install(value unit)
 	if (atomic_exchange(&installed, 1))
 		return Val_unit;
 	pthread_atfork(NULL, NULL, fork_child);
+	atexit(events_flush); /* the deaths still queued reach the tracer */
 	gc_hooks_install();
 	helper_start();
 	return Val_unit;

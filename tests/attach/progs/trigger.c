@@ -124,7 +124,11 @@ static void poll_tracer(void)
 		sampling = 1;
 		ctl->active_rate = rate;
 		ctl->flags |= MEMPROF_PROBE_F_TRACER;
-	} else if (!*sem && sampling) {
+	}
+	/* Its events go at each collection: nothing is queued here. */
+	if (ctl->flush_request != ctl->flushed)
+		ctl->flushed = ctl->flush_request;
+	if (!*sem && sampling) {
 		sampling = 0;
 		ctl->active_rate = 0;
 		ctl->flags &= ~MEMPROF_PROBE_F_TRACER;
@@ -204,7 +208,7 @@ __attribute__((noinline)) void site_major_blocks(void)
 }
 
 /* Promotions and deaths, handed over in batches (memprof:events). */
-static uint64_t events[MEMPROF_PROBE_EVENTS_MAX];
+static uint64_t events[2 * MEMPROF_PROBE_EVENTS_MAX]; /* (event, CLOCK_MONOTONIC ns) */
 static uint64_t n_events;
 
 static void events_flush(void)
@@ -218,7 +222,12 @@ static void event(const struct tracked *t, unsigned what)
 {
 	if (!memprof_events_semaphore)
 		return;
-	events[n_events++] = MEMPROF_PROBE_EVENT(t->id, what);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	events[2 * n_events] = MEMPROF_PROBE_EVENT(t->id, what);
+	events[2 * n_events + 1] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	n_events++;
 	if (n_events == MEMPROF_PROBE_EVENTS_MAX)
 		events_flush();
 }
