@@ -119,6 +119,26 @@ echo "| jemalloc prof / jemalloc without profiling | $(slow jemalloc jemalloc-of
 for r in 1e-5 1e-4; do
 	row "memprof-bpf $r (preload + attach)" memprof-$r memprof "$DIR/memprof-$r.folded" $r
 done
+# heaptrack's own injection (-p PID, through gdb), tried once on a waiting
+# program: where gdb cannot inject, the row says why.
+heaptrack_p_probe() {
+	local dir log pid err
+	dir=$(mktemp -d)
+	log=$dir/heaptrack-p.log
+	sleep 30 >/dev/null 2>&1 &
+	pid=$!
+	(cd "$dir" && timeout 60 heaptrack -p "$pid" >"$log" 2>&1)
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	if ls "$dir"/heaptrack.sleep.*.zst >/dev/null 2>&1 && ! grep -q "No symbol \"heaptrack_inject\"" "$log"; then
+		echo "injects here; not measured in this table"
+	else
+		err=$(grep -m1 -E "Couldn't|No symbol|error|denied" "$log" | tr '|' '/')
+		echo "not available: its gdb-based injection fails on this machine (${err:-no data file written})"
+	fi
+	rm -rf "$dir"
+}
+echo "| heaptrack 1.4 -p PID (injection through gdb) | $(heaptrack_p_probe) | | | | | | | |"
 for r in 1e-5 1e-4; do
 	pause=$($S median "$DIR/t3.jsonl" memprof-inject-$r --metric values.inject_pause_ms --fmt %.2f)
 	row "memprof-bpf $r, injected into a running process (no LD_PRELOAD; the injection paused one thread $pause ms)" \
