@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (BSD-2-Clause OR GPL-2.0-only)
 /*
- * memprof-bpf: the kernel side.  Four USDT programs (memprof:sample,
- * memprof:promote, memprof:dealloc and memprof:gc) fold the memprof probe
- * events of one process into per-stack aggregates.  No event leaves the
+ * memprof-bpf: the kernel side.  Three USDT programs (memprof:sample,
+ * memprof:events, whose batches of promotions and deaths a bounded
+ * bpf_loop walks, and memprof:gc) fold the memprof probe events of one
+ * process into per-stack aggregates.  No event leaves the
  * kernel: the loader reads the mmapable arrays straight from memory.
  */
 #include "vmlinux.h"
@@ -15,6 +16,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load: only this process is traced. */
 const volatile __u32 target_tgid = 0;
+/* Set by the loader before load (--max-stacks): ids below it are the stack table. */
+const volatile __u32 max_stacks = MEMPROF_MAX_STACKS;
 /*
  * The target's memory map (its mm_struct), learned from its first event:
  * a vfork child (and any CLONE_VM child) runs in it, allocates in the
@@ -32,11 +35,15 @@ __u64 counters[MEMPROF_N_COUNTERS] = {};
 __u32 detaching = 0;
 /* Next free stack id; 0 is MEMPROF_STACK_UNKNOWN. */
 __u32 next_stack_id = 1;
+/* Next free slot of the inner table (id max_stacks + next_inner_slot). */
+__u32 next_inner_slot = 0;
+
+/* The stack maps (and lifetimes) are sized max_stacks + MEMPROF_INNER_STACKS by the loader. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, MEMPROF_MAX_STACKS);
+	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
 	__type(key, __u32);
 	__type(value, struct memprof_stack);
 } stacks SEC(".maps");
@@ -44,14 +51,14 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, MEMPROF_MAX_STACKS);
+	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
 	__type(key, __u32);
 	__type(value, struct memprof_stack_agg);
 } stack_aggs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MEMPROF_MAX_STACKS);
+	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
 	__type(key, __u64);
 	__type(value, __u32);
 } stack_ids SEC(".maps");
@@ -74,10 +81,30 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, MEMPROF_MAX_STACKS);
+	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
 	__type(key, __u32);
 	__type(value, struct memprof_lifetime_hist);
 } lifetimes SEC(".maps");
+
+/*
+ * Scratch copies of the sampled stack, per CPU and per nesting level: a
+ * uprobe handler runs with migration disabled but may be preempted by
+ * another task's on the same CPU, which then takes the next level.
+ */
+#define SCRATCH_LEVELS 4
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_LEVELS);
+	__type(key, __u32);
+	__type(value, struct memprof_stack);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} scratch_depth SEC(".maps");
 
 /* errno of an insert with BPF_NOEXIST on a present key (vmlinux.h has no errno.h). */
 #define ERR_KEY_EXISTS 17
@@ -149,78 +176,33 @@ static __always_inline void count_orphan(__u64 id, enum memprof_counter unexplai
 	count(unexplained);
 }
 
-/*
- * The sampled stack stays in the target's memory (the probe's caller keeps
- * it alive while the handler runs) and is read in chunks onto the BPF
- * stack: no shared scratch buffer, which a preempted handler could see
- * overwritten by another thread's.
- */
-struct user_stack {
-	__u64 ptr; /* user address of the PCs, innermost first */
-	__u32 len; /* 1..MEMPROF_STACK_DEPTH */
-};
-
-/* PCs read at once onto the BPF stack. */
-#define STACK_CHUNK 32
-#define STACK_CHUNKS (MEMPROF_STACK_DEPTH / STACK_CHUNK)
-
-/* Read chunk c of s into buf; returns its PC count, or -1 on a fault. */
-static __always_inline int chunk_read(const struct user_stack *s, __u32 c, __u64 *buf)
+/* 64-bit hash of the first len PCs of st and of flags. */
+static __always_inline __u64 stack_hash(const struct memprof_stack *st, __u32 len, __u32 flags)
 {
-	__u32 first = c * STACK_CHUNK, n;
+	__u64 h = (len * STACK_HASH_MULT + 1) ^ ((__u64)flags << 56);
 
-	if (first >= s->len)
-		return 0;
-	n = s->len - first;
-	if (n > STACK_CHUNK)
-		n = STACK_CHUNK;
-	if (bpf_probe_read_user(buf, n * sizeof(__u64), (const void *)(s->ptr + first * 8)))
-		return -1;
-	return n;
-}
-
-/* 64-bit hash of the PCs; -1 in *fault if they could not be read. */
-static __always_inline __u64 stack_hash(const struct user_stack *s, int *fault)
-{
-	__u64 h = s->len * STACK_HASH_MULT + 1, buf[STACK_CHUNK];
-
-	*fault = 0;
-	for (__u32 c = 0; c < STACK_CHUNKS; c++) {
-		int n = chunk_read(s, c, buf);
-
-		if (n < 0) {
-			*fault = 1;
-			return 0;
-		}
-		for (int i = 0; i < STACK_CHUNK; i++) {
-			if (i >= n)
-				break;
-			h = (h ^ buf[i]) * STACK_HASH_MULT;
-			h ^= h >> 29;
-		}
+	for (__u32 i = 0; i < MEMPROF_STACK_DEPTH; i++) {
+		if (i >= len)
+			break;
+		h = (h ^ st->pcs[i]) * STACK_HASH_MULT;
+		h ^= h >> 29;
 	}
 	return h;
 }
 
-/* id if the stack stored under it is s; else MEMPROF_STACK_UNKNOWN. */
-static __always_inline __u32 stacks_check(__u32 id, const struct user_stack *s)
+/* id if the stack stored under it is (st's first len PCs, flags); else unknown. */
+static __always_inline __u32 stacks_check(__u32 id, const struct memprof_stack *st, __u32 len,
+					  __u32 flags)
 {
 	const struct memprof_stack *kept = bpf_map_lookup_elem(&stacks, &id);
-	__u64 buf[STACK_CHUNK];
 
-	if (!kept || kept->len != s->len)
+	if (!kept || kept->len != len || kept->flags != flags)
 		goto collide;
-	for (__u32 c = 0; c < STACK_CHUNKS; c++) {
-		int n = chunk_read(s, c, buf);
-
-		if (n < 0)
+	for (__u32 i = 0; i < MEMPROF_STACK_DEPTH; i++) {
+		if (i >= len)
+			break;
+		if (kept->pcs[i] != st->pcs[i])
 			goto collide;
-		for (int i = 0; i < STACK_CHUNK; i++) {
-			if (i >= n)
-				break;
-			if (kept->pcs[(c * STACK_CHUNK + i) & (MEMPROF_STACK_DEPTH - 1)] != buf[i])
-				goto collide;
-		}
 	}
 	return id;
 collide:
@@ -228,45 +210,100 @@ collide:
 	return MEMPROF_STACK_UNKNOWN;
 }
 
-/* Stack id of s, stored on first sight; MEMPROF_STACK_UNKNOWN if it cannot be. */
-static __always_inline __u32 stacks_intern(const struct user_stack *s)
+/*
+ * Stack id of (st's first len PCs, flags), stored on first sight in the
+ * id range [first, limit) through the counter *next (ids first + *next);
+ * MEMPROF_STACK_UNKNOWN if it cannot be, with *full set when the range is.
+ */
+static __always_inline __u32 stacks_intern(const struct memprof_stack *st, __u32 len, __u32 flags,
+					   __u32 *next, __u32 first, __u32 limit, int *full)
 {
-	int fault;
-	__u64 h = stack_hash(s, &fault);
+	__u64 h = stack_hash(st, len, flags);
 	__u32 *known, id;
 	struct memprof_stack *slot;
 
-	if (fault) {
-		count(MEMPROF_CNT_DROP_STACK_READ);
-		return MEMPROF_STACK_UNKNOWN;
-	}
+	*full = 0;
 	known = bpf_map_lookup_elem(&stack_ids, &h);
 	if (known)
-		return stacks_check(*known, s);
-	if (next_stack_id >= MEMPROF_MAX_STACKS) {
-		count(MEMPROF_CNT_DROP_STACKS_FULL);
+		return stacks_check(*known, st, len, flags);
+	if (first + *next >= limit) {
+		*full = 1;
 		return MEMPROF_STACK_UNKNOWN;
 	}
-	id = __sync_fetch_and_add(&next_stack_id, 1);
+	id = first + __sync_fetch_and_add(next, 1);
+	if (id >= limit) {
+		*full = 1;
+		return MEMPROF_STACK_UNKNOWN;
+	}
 	slot = bpf_map_lookup_elem(&stacks, &id);
 	if (!slot) {
-		count(MEMPROF_CNT_DROP_STACKS_FULL);
+		*full = 1;
 		return MEMPROF_STACK_UNKNOWN;
 	}
 	/* The PCs first, then len: the slot is published by the hash insert. */
-	if (bpf_probe_read_user(slot->pcs, s->len * sizeof(__u64), (const void *)s->ptr)) {
-		count(MEMPROF_CNT_DROP_STACK_READ);
-		return MEMPROF_STACK_UNKNOWN;
-	}
-	slot->len = s->len;
+	if (len > MEMPROF_STACK_DEPTH)
+		len = MEMPROF_STACK_DEPTH;
+	bpf_probe_read_kernel(slot->pcs, (len & (2 * MEMPROF_STACK_DEPTH - 1)) * sizeof(__u64),
+			      st->pcs);
+	slot->flags = flags;
+	slot->len = len;
 	if (bpf_map_update_elem(&stack_ids, &h, &id, BPF_NOEXIST) == 0)
 		return id;
 	/* Another CPU interned it first (our slot stays unused), or full. */
 	known = bpf_map_lookup_elem(&stack_ids, &h);
 	if (known)
-		return stacks_check(*known, s);
+		return stacks_check(*known, st, len, flags);
 	count(MEMPROF_CNT_DROP_STACK_HASH);
 	return MEMPROF_STACK_UNKNOWN;
+}
+
+/* The sampled stack, read once from the target into this CPU's scratch. */
+static __always_inline __u32 sample_stack_read(struct memprof_stack *st, __u64 stack_ptr,
+					       __u64 stack_len, __u32 flags)
+{
+	__u32 len = stack_len > MEMPROF_STACK_DEPTH ? MEMPROF_STACK_DEPTH : stack_len;
+	int full;
+	__u32 id;
+
+	if (len == 0)
+		return MEMPROF_STACK_UNKNOWN;
+	if (bpf_probe_read_user(st->pcs, (len & (2 * MEMPROF_STACK_DEPTH - 1)) * sizeof(__u64),
+				(const void *)stack_ptr)) {
+		count(MEMPROF_CNT_DROP_STACK_READ);
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	id = stacks_intern(st, len, flags, &next_stack_id, 0, max_stacks, &full);
+	if (!full)
+		return id;
+	/* The table is full: the innermost frames, in the inner table. */
+	if (len > MEMPROF_INNER_DEPTH)
+		len = MEMPROF_INNER_DEPTH;
+	id = stacks_intern(st, len, MEMPROF_STACK_F_INNER, &next_inner_slot, max_stacks,
+			   max_stacks + MEMPROF_INNER_STACKS, &full);
+	if (full)
+		count(MEMPROF_CNT_DROP_STACKS_FULL);
+	else if (id != MEMPROF_STACK_UNKNOWN)
+		count(MEMPROF_CNT_INNER_STACKS);
+	return id;
+}
+
+static __always_inline __u32 sample_stack(__u64 stack_ptr, __u64 stack_len, __u32 flags)
+{
+	__u32 zero = 0, *depth = bpf_map_lookup_elem(&scratch_depth, &zero), level, id;
+	struct memprof_stack *st;
+
+	if (!depth)
+		return MEMPROF_STACK_UNKNOWN;
+	level = __sync_fetch_and_add(depth, 1);
+	st = level < SCRATCH_LEVELS ? bpf_map_lookup_elem(&scratch, &level) : NULL;
+	if (!st) {
+		__sync_fetch_and_add(depth, -1);
+		count(MEMPROF_CNT_DROP_STACK_READ);
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	id = sample_stack_read(st, stack_ptr, stack_len, flags);
+	__sync_fetch_and_add(depth, -1);
+	return id;
 }
 
 static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 samples,
@@ -281,24 +318,12 @@ static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 
 	__sync_fetch_and_add(&a->objects_q16[v], objects_q16);
 }
 
-static __always_inline __u32 sample_stack(__u64 stack_ptr, __u64 stack_len)
-{
-	struct user_stack s = {.ptr = stack_ptr, .len = stack_len};
-
-	if (stack_len > MEMPROF_STACK_DEPTH) {
-		count(MEMPROF_CNT_TRUNCATED_STACKS);
-		s.len = MEMPROF_STACK_DEPTH;
-	}
-	if (s.len == 0)
-		return MEMPROF_STACK_UNKNOWN;
-	return stacks_intern(&s);
-}
-
 SEC("usdt")
-int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 kind_source,
+int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_source,
 	     __u64 stack_ptr, __u64 stack_len, __u64 inv_rate_q16)
 {
 	struct memprof_block b = {};
+	__u32 stack_flags = 0;
 	__u64 est;
 	long err;
 
@@ -307,16 +332,26 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 
 	count(MEMPROF_CNT_SAMPLES);
 	if (!first_id)
 		__sync_val_compare_and_swap(&first_id, 0, id);
-	est = (n_samples * inv_rate_q16 * 8) >> MEMPROF_PROBE_RATE_SHIFT;
-	b.size_words = size_words;
+	/* Units: bytes (the malloc host) or words (runtime hosts). */
+	est = n_samples * inv_rate_q16;
+	if (kind_source & MEMPROF_PROBE_F_BYTES)
+		b.flags = MEMPROF_BLOCK_BYTES;
+	else
+		est *= 8;
+	est >>= MEMPROF_PROBE_RATE_SHIFT;
+	if (kind_source & MEMPROF_PROBE_F_STACK_CUT) {
+		count(MEMPROF_CNT_TRUNCATED_STACKS);
+		stack_flags = MEMPROF_STACK_F_CUT;
+	}
+	b.size = size;
 	b.n_samples = n_samples;
 	b.est_bytes = est;
 	/* Objects this sample stands for: n / (rate * size), unbiased per block. */
-	b.est_objects_q16 = n_samples * inv_rate_q16 / (size_words ? size_words : 1);
+	b.est_objects_q16 = n_samples * inv_rate_q16 / (size ? size : 1);
 	b.alloc_ns = bpf_ktime_get_ns();
-	b.stack_id = sample_stack(stack_ptr, stack_len);
+	b.stack_id = sample_stack(stack_ptr, stack_len, stack_flags);
 	if (MEMPROF_PROBE_KIND(kind_source) == MEMPROF_PROBE_KIND_MAJOR)
-		b.flags = MEMPROF_BLOCK_BORN_MAJOR;
+		b.flags |= MEMPROF_BLOCK_BORN_MAJOR;
 	aggs_add(b.stack_id, MEMPROF_VIEW_ALLOC, n_samples, est, b.est_objects_q16);
 	err = bpf_map_update_elem(&blocks, &id, &b, BPF_NOEXIST);
 	if (err == -ERR_KEY_EXISTS) {
@@ -331,32 +366,6 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size_words, __u64 n_samples, __u64 
 		return 0;
 	}
 	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
-	return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(memprof_promote, __u64 id)
-{
-	struct memprof_block *b;
-
-	if (!is_target())
-		return 0;
-	count(MEMPROF_CNT_PROMOTES);
-	b = bpf_map_lookup_elem(&blocks, &id);
-	if (!b) {
-		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES, 0);
-		return 0;
-	}
-	if (detaching) {
-		count(MEMPROF_CNT_LATE_EVENTS);
-		return 0;
-	}
-	if (__sync_fetch_and_or(&b->flags, MEMPROF_BLOCK_PROMOTED) & MEMPROF_BLOCK_PROMOTED) {
-		count(MEMPROF_CNT_DOUBLE_PROMOTES);
-		return 0;
-	}
-	aggs_add(b->stack_id, MEMPROF_VIEW_PROMOTED, b->n_samples, b->est_bytes,
-		 b->est_objects_q16);
 	return 0;
 }
 
@@ -384,10 +393,10 @@ static __always_inline __u32 log2_floor(__u64 v)
  * the verifier inlines, and one atomic add.
  */
 static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples,
-					 __u64 alloc_ns)
+					 __u64 alloc_ns, __u64 now)
 {
 	struct memprof_lifetime_hist *h = bpf_map_lookup_elem(&lifetimes, &stack_id);
-	__u64 now = bpf_ktime_get_ns(), us;
+	__u64 us;
 	__u32 slot = 0;
 
 	if (!h)
@@ -402,20 +411,39 @@ static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_sam
 			     n_samples);
 }
 
-SEC("usdt")
-int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
+static __always_inline void on_promote(__u64 id)
+{
+	struct memprof_block *b;
+
+	count(MEMPROF_CNT_PROMOTES);
+	b = bpf_map_lookup_elem(&blocks, &id);
+	if (!b) {
+		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES, 0);
+		return;
+	}
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_EVENTS);
+		return;
+	}
+	if (__sync_fetch_and_or(&b->flags, MEMPROF_BLOCK_PROMOTED) & MEMPROF_BLOCK_PROMOTED) {
+		count(MEMPROF_CNT_DOUBLE_PROMOTES);
+		return;
+	}
+	aggs_add(b->stack_id, MEMPROF_VIEW_PROMOTED, b->n_samples, b->est_bytes,
+		 b->est_objects_q16);
+}
+
+static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 {
 	struct memprof_block *b;
 	__u64 n, est, obj, alloc_ns;
 	__u32 stack_id;
 
-	if (!is_target())
-		return 0;
 	count(MEMPROF_CNT_DEALLOCS);
 	b = bpf_map_lookup_elem(&blocks, &id);
 	if (!b) {
 		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS, 1);
-		return 0;
+		return;
 	}
 	/*
 	 * Sampling has stopped: the views stay as they were then.  Unlinking
@@ -425,7 +453,7 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	 */
 	if (detaching) {
 		count(MEMPROF_CNT_LATE_EVENTS);
-		return 0;
+		return;
 	}
 	n = b->n_samples;
 	est = b->est_bytes;
@@ -435,14 +463,54 @@ int BPF_USDT(memprof_dealloc, __u64 id, __u64 kind)
 	if (bpf_map_delete_elem(&blocks, &id)) {
 		/* Someone else reported this death first. */
 		count(MEMPROF_CNT_ORPHAN_DEALLOCS);
-		return 0;
+		return;
 	}
 	/* Died young (OCaml's dealloc_minor): the short view. */
 	if (kind == MEMPROF_PROBE_KIND_MINOR)
 		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est, obj);
 	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est, -obj);
 	if (lifetime_hists)
-		lifetime_add(stack_id, kind, n, alloc_ns);
+		lifetime_add(stack_id, kind, n, alloc_ns, death_ns);
+}
+
+/* One event of a memprof:events batch: ctx is the batch's user address. */
+static long on_event(__u32 i, void *ctx)
+{
+	__u64 base = *(__u64 *)ctx, ev[2];
+
+	if (bpf_probe_read_user(ev, sizeof(ev), (const void *)(base + (__u64)i * sizeof(ev)))) {
+		count(MEMPROF_CNT_BAD_EVENTS);
+		return 1; /* the rest is unreadable too */
+	}
+	switch (MEMPROF_PROBE_EVENT_WHAT(ev[0])) {
+	case MEMPROF_PROBE_EV_PROMOTE:
+		on_promote(MEMPROF_PROBE_EVENT_ID(ev[0]));
+		break;
+	case MEMPROF_PROBE_EV_DEALLOC_MINOR:
+		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev[0]), MEMPROF_PROBE_KIND_MINOR, ev[1]);
+		break;
+	case MEMPROF_PROBE_EV_DEALLOC_MAJOR:
+		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev[0]), MEMPROF_PROBE_KIND_MAJOR, ev[1]);
+		break;
+	default:
+		count(MEMPROF_CNT_BAD_EVENTS);
+	}
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(memprof_events, __u64 events_ptr, __u64 n)
+{
+	__u64 base = events_ptr;
+
+	if (!is_target())
+		return 0;
+	count(MEMPROF_CNT_EVENT_PROBES);
+	if (n > MEMPROF_PROBE_EVENTS_MAX) {
+		count(MEMPROF_CNT_BAD_EVENTS);
+		n = MEMPROF_PROBE_EVENTS_MAX;
+	}
+	bpf_loop(n, on_event, &base, 0);
 	return 0;
 }
 

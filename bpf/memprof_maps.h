@@ -8,21 +8,31 @@
  *   stacks     array (mmapable), stack id -> struct memprof_stack
  *   stack_aggs array (mmapable), stack id -> struct memprof_stack_agg
  *   stack_ids  hash, 64-bit hash of the PCs -> stack id (dedupe)
+ * Stack ids: [1, max_stacks) is the stack table proper, first come first
+ * served; [max_stacks, max_stacks + MEMPROF_INNER_STACKS) is the inner
+ * table, where a sample whose stack found the table full keeps its
+ * innermost MEMPROF_INNER_DEPTH frames (MEMPROF_STACK_F_INNER), so the
+ * allocating function still shows.  max_stacks is the loader's
+ * --max-stacks (default MEMPROF_MAX_STACKS); the three maps and lifetimes hold
+ * max_stacks + MEMPROF_INNER_STACKS entries.
  *   blocks     hash, block id -> struct memprof_block (tracked, not yet dead)
  *   untracked  LRU hash, block id -> 1: sampled while blocks was full
  *   lifetimes  array (mmapable), stack id -> struct memprof_lifetime_hist
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
- * not be kept (stack table full, unreadable stack): their bytes still count.
+ * not be kept (both tables full, unreadable stack): their bytes still count.
  */
 #ifndef MEMPROF_MAPS_H
 #define MEMPROF_MAPS_H
 
 /* Frames per stack, equal to MEMPROF_PROBE_MAX_STACK (checked by the loader). */
-#define MEMPROF_STACK_DEPTH 64
-/* Distinct stacks kept, the unknown stack included. */
-#define MEMPROF_MAX_STACKS 8192
+#define MEMPROF_STACK_DEPTH 128
+/* Distinct stacks kept by default (--max-stacks), the unknown stack included. */
+#define MEMPROF_MAX_STACKS 65536
+/* The inner table: stacks cut to their innermost frames once the table is full. */
+#define MEMPROF_INNER_STACKS 4096
+#define MEMPROF_INNER_DEPTH 8
 /* Tracked blocks alive at once. */
 #define MEMPROF_MAX_BLOCKS 262144
 /* Ids remembered (LRU) that were sampled while the block map was full. */
@@ -58,16 +68,23 @@ enum memprof_view {
 /* Block flags. */
 #define MEMPROF_BLOCK_PROMOTED 1u
 #define MEMPROF_BLOCK_BORN_MAJOR 2u
+#define MEMPROF_BLOCK_BYTES 4u /* size in bytes (malloc host) */
+
+/* Stack flags. */
+#define MEMPROF_STACK_F_INNER 1u /* innermost frames only (the table was full) */
+#define MEMPROF_STACK_F_CUT 2u	 /* the stack was deeper than MEMPROF_STACK_DEPTH */
 
 struct memprof_stack {
-	__u32 len; /* frames in pcs, innermost first */
-	__u32 pad;
+	__u32 len;   /* frames in pcs, innermost first */
+	__u32 flags; /* MEMPROF_STACK_F_* */
 	__u64 pcs[MEMPROF_STACK_DEPTH];
 };
 
 /*
- * Estimated bytes of one sample event: n_samples * inv_rate_q16 * 8 >> 16;
- * estimated objects, in 1/65536 units: n_samples * inv_rate_q16 / size_words.
+ * Estimated bytes of one sample event: n_samples * inv_rate_q16 >> 16 when
+ * its unit is the byte (MEMPROF_PROBE_F_BYTES), n_samples * inv_rate_q16 *
+ * 8 >> 16 when it is the word; estimated objects, in 1/65536 units:
+ * n_samples * inv_rate_q16 / size (in the sample's unit).
  * Live is raised at sample time and lowered at death.
  */
 struct memprof_stack_agg {
@@ -77,7 +94,7 @@ struct memprof_stack_agg {
 };
 
 struct memprof_block {
-	__u64 size_words;
+	__u64 size; /* words, or bytes with MEMPROF_BLOCK_BYTES */
 	__u64 n_samples;
 	__u64 est_bytes;
 	__u64 alloc_ns;	       /* bpf_ktime_get_ns at the sample */
@@ -110,8 +127,8 @@ struct memprof_lifetime_hist {
 /* counters[] indexes: events seen, drops, checked invariants. */
 enum memprof_counter {
 	MEMPROF_CNT_SAMPLES = 0,	/* sample probes seen */
-	MEMPROF_CNT_PROMOTES,		/* promote probes seen */
-	MEMPROF_CNT_DEALLOCS,		/* dealloc probes seen */
+	MEMPROF_CNT_PROMOTES,		/* promote events seen */
+	MEMPROF_CNT_DEALLOCS,		/* dealloc events seen */
 	MEMPROF_CNT_GCS,		/* gc probes seen */
 	MEMPROF_CNT_DROP_BLOCKS_FULL,	/* block map full: block not tracked */
 	MEMPROF_CNT_DROP_STACKS_FULL,	/* stack table full: unknown stack */
@@ -124,7 +141,7 @@ enum memprof_counter {
 	MEMPROF_CNT_ORPHAN_DEALLOCS,
 	MEMPROF_CNT_DOUBLE_PROMOTES,  /* second promote of one id */
 	MEMPROF_CNT_DUPLICATE_IDS,    /* sample of an id already tracked */
-	MEMPROF_CNT_TRUNCATED_STACKS, /* stack_len above MEMPROF_STACK_DEPTH */
+	MEMPROF_CNT_TRUNCATED_STACKS, /* samples whose stack was cut (MEMPROF_PROBE_F_STACK_CUT) */
 	/*
 	 * Promote/dealloc of an unknown id once the loader began detaching:
 	 * the sample program is disabled before the kernel lowers the sample
@@ -145,6 +162,9 @@ enum memprof_counter {
 	 * tracer attached first).
 	 */
 	MEMPROF_CNT_ORPHAN_EARLY,
+	MEMPROF_CNT_INNER_STACKS, /* samples kept with their innermost frames (table full) */
+	MEMPROF_CNT_EVENT_PROBES, /* memprof:events probes seen (batches) */
+	MEMPROF_CNT_BAD_EVENTS,	  /* events unreadable or of an unknown kind */
 	MEMPROF_N_COUNTERS,
 };
 

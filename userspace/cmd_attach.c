@@ -25,6 +25,7 @@ static const struct option long_opts[] = {
     {"all-views", required_argument, NULL, OPT_ALL_VIEWS},
     {"rate", required_argument, NULL, OPT_RATE},
     {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
+    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},
     {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
     {"no-inject", no_argument, NULL, OPT_NO_INJECT},
     {"preload", required_argument, NULL, OPT_PRELOAD},
@@ -43,7 +44,8 @@ static void usage(FILE *f)
 	    f,
 	    "usage: memprof-bpf attach PID [PID...] [-d SECONDS] [-o FILE] [--view "
 	    "alloc|live|promoted|short]\n"
-	    "                             [--all-views DIR] [--rate R] [--max-blocks N] [-v]\n"
+	    "                             [--all-views DIR] [--rate R] [--max-blocks N]\n"
+	    "                             [--max-stacks N] [-v]\n"
 	    "                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
 	    "                             [--every SECONDS --snapshot-dir DIR]\n"
 	    "                             [--no-inject] [--preload LIB]\n"
@@ -69,9 +71,15 @@ static void usage(FILE *f)
 	    "             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
 	    "             blocks count until the collector frees them); promoted: blocks\n"
 	    "             promoted; short: blocks freed while young\n"
-	    "  --rate R   sampling rate per word asked of the target (default %g)\n"
+	    "  --rate R   sampling rate per word asked of the target (default %g); the\n"
+	    "             malloc host samples per byte at R / 8, runtimes per word\n"
 	    "  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 	    "             when full, samples still count in alloc and a note reports drops\n"
+	    "  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
+	    "             %d: about %llu MiB of kernel memory, with their lifetimes; about\n"
+	    "             1.7 KiB per stack); once full, a sample keeps its innermost %d\n"
+	    "             frames in a second table of %d stacks, under a [stack-table-full]\n"
+	    "             root, and a note counts them\n"
 	    "  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
 	    "             named by its UTC time (YYYYmmddTHHMMSS.mmmZ.ext, in --format):\n"
 	    "             alloc, promoted and short over the interval, live at its end\n"
@@ -93,7 +101,9 @@ static void usage(FILE *f)
 	    "(no such process, no memprof probes, corrupt ELF, a process that cannot be\n"
 	    "injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
 	    "kernel without BTF/uprobes, 4 BPF or output failure.\n",
-	    MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS);
+	    MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH, MEMPROF_MAX_STACKS,
+	    (unsigned long long)(tracer_stack_memory(MEMPROF_MAX_STACKS) >> 20),
+	    MEMPROF_INNER_DEPTH, MEMPROF_INNER_STACKS);
 }
 
 static int parse(int argc, char **argv, struct attach_opts *o)

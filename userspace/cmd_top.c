@@ -37,6 +37,7 @@ static const struct option long_opts[] = {
     {"view", required_argument, NULL, OPT_VIEW},
     {"rate", required_argument, NULL, OPT_RATE},
     {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
+    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},
     {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
     {"no-inject", no_argument, NULL, OPT_NO_INJECT},
     {"preload", required_argument, NULL, OPT_PRELOAD},
@@ -62,7 +63,8 @@ static void usage(FILE *f)
 		"  --sort V       the first sort (default live)\n"
 		"  -d SECONDS     quit after SECONDS\n"
 		"  -o FILE        on quit, write the profile as attach does (--format, --view)\n"
-		"  --rate R, --max-blocks N, --no-dwarf, --no-inject, --preload LIB, -v: as for\n"
+		"  --rate R, --max-blocks N, --max-stacks N, --no-dwarf, --no-inject, --preload "
+		"LIB, -v: as for\n"
 		"             attach\n",
 		SPARK_POINTS);
 }

@@ -15,8 +15,8 @@
 #include <linux/types.h>
 #include "memprof_probe_abi.h"
 
-const char *const elf_probe_names[ELF_N_PROBES] = {MEMPROF_PROBE_SAMPLE, MEMPROF_PROBE_PROMOTE,
-						   MEMPROF_PROBE_DEALLOC, MEMPROF_PROBE_GC};
+const char *const elf_probe_names[ELF_N_PROBES] = {MEMPROF_PROBE_SAMPLE, MEMPROF_PROBE_EVENTS,
+						   MEMPROF_PROBE_GC};
 
 #define STAPSDT_NOTE_TYPE 3
 #define STAPSDT_NOTE_NAME "stapsdt"

@@ -10,13 +10,7 @@
 #include <stdint.h>
 
 /* Bits of elf_image.probes, one per memprof probe name. */
-enum elf_probe {
-	ELF_PROBE_SAMPLE,
-	ELF_PROBE_PROMOTE,
-	ELF_PROBE_DEALLOC,
-	ELF_PROBE_GC,
-	ELF_N_PROBES
-};
+enum elf_probe { ELF_PROBE_SAMPLE, ELF_PROBE_EVENTS, ELF_PROBE_GC, ELF_N_PROBES };
 extern const char *const elf_probe_names[ELF_N_PROBES];
 
 struct elf_load {

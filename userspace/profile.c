@@ -50,6 +50,7 @@ static int add_part(struct profile *p, size_t part_index)
 				return -1;
 		}
 		s->n_frames = depth;
+		s->flags = st->flags;
 		s->part = part_index;
 		s->root = p->n_parts > 1 ? part->root : NULL;
 		s->id = id;
@@ -125,10 +126,19 @@ size_t profile_stack_names(const struct profile_stack *s, const char **names, si
 
 	if (!s->n_frames)
 		names[n++] = PROFILE_UNKNOWN_STACK;
+	/* Room for the root markers. */
+	if (max && (s->flags & (MEMPROF_STACK_F_INNER | MEMPROF_STACK_F_CUT)))
+		max--;
+	if (max && s->root)
+		max--;
 	for (size_t i = 0; i < s->n_frames; i++)
 		for (size_t j = 0; j < s->frames[i]->n_lines && n < max; j++)
 			names[n++] = s->frames[i]->lines[j].function;
-	if (s->root && n < max)
+	if (s->flags & MEMPROF_STACK_F_INNER)
+		names[n++] = PROFILE_INNER_STACK;
+	else if (s->flags & MEMPROF_STACK_F_CUT)
+		names[n++] = PROFILE_CUT_STACK;
+	if (s->root)
 		names[n++] = s->root;
 	return n;
 }

@@ -21,6 +21,7 @@ struct profile_stack {
 	/* Frames innermost first (NULL entries never); n_frames 0: stack unknown. */
 	const struct dsym_frame **frames;
 	size_t n_frames;
+	unsigned flags;			  /* MEMPROF_STACK_F_*: a marker frame at the root */
 	uint32_t id;			  /* the kernel's stack id */
 	struct lifetime_dist *life;	  /* lifetimes_attach(), or NULL; freed with the profile */
 	int64_t samples[MEMPROF_N_VIEWS]; /* samples behind each view (sum of n_samples) */
@@ -88,6 +89,10 @@ void profile_process_name(pid_t pid, char *buf, size_t len);
 size_t profile_stack_names(const struct profile_stack *s, const char **names, size_t max);
 #define PROFILE_MAX_NAMES (MEMPROF_STACK_DEPTH * 8)
 #define PROFILE_UNKNOWN_STACK "[stack-unavailable]"
+/* Root marker of a stack kept with its innermost frames (the table was full). */
+#define PROFILE_INNER_STACK "[stack-table-full]"
+/* Root marker of a stack cut at MEMPROF_STACK_DEPTH frames. */
+#define PROFILE_CUT_STACK "[stack-cut]"
 
 /* Bytes per sample behind view v of a stack (its estimate over its samples). */
 double profile_bytes_per_sample(const struct profile *p, int64_t bytes, int64_t samples);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -96,6 +97,14 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 		if (cli_parse_count(arg, "block count", UINT32_MAX, &n))
 			return -1;
 		o->max_blocks = (uint32_t)n;
+		return 0;
+	case OPT_MAX_STACKS:
+		if (cli_parse_count(arg, "stack count", 1u << 24, &n))
+			return -1;
+		if (n < 2)
+			return cli_die(EXIT_USAGE, "bad stack count '%s' (2 to %u)", arg, 1u << 24),
+			       -1;
+		o->max_stacks = (uint32_t)n;
 		return 0;
 	case OPT_NO_DWARF:
 		o->no_dwarf = 1;
@@ -507,7 +516,7 @@ static int attach_one(struct session *s, struct traced *p)
 	profile_process_name(p->pid, p->name, sizeof(p->name));
 	/* The BPF object first: a failure to load it leaves the target as it was. */
 	p->opened = 1;
-	switch (tracer_open(&p->tr, p->pid, s->o->max_blocks, err, sizeof(err))) {
+	switch (tracer_open(&p->tr, p->pid, s->o->max_blocks, s->o->max_stacks, err, sizeof(err))) {
 	case TRACER_OK:
 		break;
 	case TRACER_DENIED:
@@ -682,6 +691,43 @@ int session_poll(struct session *s, unsigned poll)
 	return alive;
 }
 
+/* How long detach waits for the targets to hand over their queued events. */
+#define FLUSH_WAIT_S 0.2
+
+/*
+ * Ask every live target for the promote/dealloc events it has queued
+ * (memprof_probe_abi.h, flush_request) and wait until each served it, or
+ * FLUSH_WAIT_S: a target that does not poll meanwhile (idle, or a host
+ * without queues) keeps them, as it would have kept them after detach.
+ */
+static void request_flushes(struct session *s)
+{
+	uint64_t seq[SESSION_MAX_PIDS];
+	int waiting = 0;
+	double end = session_now() + FLUSH_WAIT_S;
+
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+
+		seq[i] = 0;
+		if (p->opened && !p->exited && p->t.control_addr &&
+		    !control_request_flush(p->pid, p->t.control_addr, &seq[i]))
+			waiting++;
+		else
+			seq[i] = 0;
+	}
+	while (waiting && session_now() < end) {
+		const struct timespec pause = {0, 2000000};
+
+		nanosleep(&pause, NULL);
+		waiting = 0;
+		for (int i = 0; i < s->n; i++)
+			if (seq[i] && control_flushed(s->procs[i].pid, s->procs[i].t.control_addr,
+						      seq[i]) == 0)
+				waiting++;
+	}
+}
+
 void session_detach(struct session *s)
 {
 	double seconds = session_now() - s->start_mono;
@@ -689,6 +735,7 @@ void session_detach(struct session *s)
 	session_progress_clear(s);
 	if (s->detached)
 		return;
+	request_flushes(s);
 	timeline_point(s, 1); /* the last point: live memory when sampling stops */
 	s->detached = 1;
 	for (int i = 0; i < s->n; i++) {
@@ -809,7 +856,8 @@ int session_snapshot(struct session *s, const struct timespec *from)
 		struct memprof_stack_agg *cur = malloc((n ? n : 1) * sizeof(*cur));
 
 		if (!p->snap_prev)
-			p->snap_prev = calloc(MEMPROF_MAX_STACKS, sizeof(*p->snap_prev));
+			p->snap_prev = calloc((size_t)p->tr.max_stacks + MEMPROF_INNER_STACKS,
+					      sizeof(*p->snap_prev));
 		owned[i] = cur;
 		if (!cur || !p->snap_prev) {
 			code = cli_die(EXIT_FAILED, "out of memory");
@@ -880,13 +928,16 @@ static void report_one(const struct session *s, const struct traced *p)
 	    " gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
 	    " duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
 	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 " orphans_map_full %" PRIu64
-	    " orphans_before_attach %" PRIu64 "\n",
+	    " orphans_before_attach %" PRIu64 " event_batches %" PRIu64 " cut_stacks %" PRIu64
+	    " inner_stacks %" PRIu64 "\n",
 	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS), orphans,
 	    tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
 	    tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-	    oldest_ns / 1000000, late, tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS), map_full,
-	    early);
+	    oldest_ns / 1000000, late, tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS), map_full, early,
+	    tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES),
+	    tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
+	    tracer_counter(tr, MEMPROF_CNT_INNER_STACKS));
 	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
@@ -918,8 +969,25 @@ static void report_one(const struct session *s, const struct traced *p)
 			"blocks sampled after the sample probe was gone (late ids)\n",
 			late);
 	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
-		fprintf(stderr, "memprof-bpf: note: %" PRIu64 " stacks were cut to %d frames\n",
-			tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH);
+		fprintf(stderr,
+			"memprof-bpf: note:%s %" PRIu64
+			" samples had stacks deeper than %d frames: "
+			"cut to their innermost %d, under a [stack-cut] root\n",
+			who, tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH,
+			MEMPROF_STACK_DEPTH);
+	if (tracer_counter(tr, MEMPROF_CNT_INNER_STACKS))
+		fprintf(stderr,
+			"memprof-bpf: note:%s the stack table (%u stacks) was full: %" PRIu64
+			" samples kept only their innermost %d frames, under a [stack-table-full] "
+			"root (--max-stacks raises it)\n",
+			who, tr->max_stacks, tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
+			MEMPROF_INNER_DEPTH);
+	if (tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS))
+		fprintf(stderr,
+			"memprof-bpf: note:%s %" PRIu64
+			" promote/dealloc events were unreadable or "
+			"malformed\n",
+			who, tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS));
 }
 
 void session_report(const struct session *s)

@@ -29,6 +29,7 @@ struct attach_opts {
 	enum memprof_view view;
 	double rate;
 	uint32_t max_blocks; /* 0: the default size of the block map */
+	uint32_t max_stacks; /* 0: the default size of the stack table */
 	enum output_format format;
 	int no_dwarf;
 	int no_inject;	     /* refuse a process without probes instead of injecting */

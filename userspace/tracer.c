@@ -40,8 +40,17 @@ static void *map_array(struct bpf_map *map, size_t *bytes)
 	return p;
 }
 
-enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks, char *err,
-			       size_t errlen)
+uint64_t tracer_stack_memory(uint32_t max_stacks)
+{
+	uint64_t n = (uint64_t)max_stacks + MEMPROF_INNER_STACKS;
+
+	/* The three arrays, and the dedupe hash (key, value, element header). */
+	return n * (sizeof(struct memprof_stack) + sizeof(struct memprof_stack_agg) +
+		    sizeof(struct memprof_lifetime_hist) + 8 + 8 + 48);
+}
+
+enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks,
+			       uint32_t max_stacks, char *err, size_t errlen)
 {
 	int rc;
 
@@ -60,6 +69,21 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 	}
 	if (max_blocks && (rc = bpf_map__set_max_entries(tr->skel->maps.blocks, max_blocks))) {
 		snprintf(err, errlen, "cannot size the block map: %s", strerror(-rc));
+		return TRACER_FAILED;
+	}
+	if (!max_stacks)
+		max_stacks = MEMPROF_MAX_STACKS;
+	tr->max_stacks = max_stacks;
+	tr->skel->rodata->max_stacks = max_stacks;
+	if ((rc = bpf_map__set_max_entries(tr->skel->maps.stacks,
+					   max_stacks + MEMPROF_INNER_STACKS)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_aggs,
+					   max_stacks + MEMPROF_INNER_STACKS)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_ids,
+					   max_stacks + MEMPROF_INNER_STACKS)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.lifetimes,
+					   max_stacks + MEMPROF_INNER_STACKS))) {
+		snprintf(err, errlen, "cannot size the stack maps: %s", strerror(-rc));
 		return TRACER_FAILED;
 	}
 	rc = memprof_bpf__load(tr->skel);
@@ -84,10 +108,8 @@ static struct bpf_program *program_of(struct tracer *tr, enum elf_probe p)
 	switch (p) {
 	case ELF_PROBE_SAMPLE:
 		return tr->skel->progs.memprof_sample;
-	case ELF_PROBE_PROMOTE:
-		return tr->skel->progs.memprof_promote;
-	case ELF_PROBE_DEALLOC:
-		return tr->skel->progs.memprof_dealloc;
+	case ELF_PROBE_EVENTS:
+		return tr->skel->progs.memprof_events;
 	default:
 		return tr->skel->progs.memprof_gc;
 	}
@@ -98,10 +120,10 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 {
 	/*
 	 * The sample probe goes last: its semaphore starts the host sampling,
-	 * and by then the promote and dealloc programs are in place.
+	 * and by then the events program is in place.
 	 */
-	static const enum elf_probe order[ELF_N_PROBES] = {ELF_PROBE_GC, ELF_PROBE_PROMOTE,
-							   ELF_PROBE_DEALLOC, ELF_PROBE_SAMPLE};
+	static const enum elf_probe order[ELF_N_PROBES] = {ELF_PROBE_GC, ELF_PROBE_EVENTS,
+							   ELF_PROBE_SAMPLE};
 
 	for (int o = 0; o < ELF_N_PROBES; o++) {
 		for (size_t f = 0; f < t->n_files; f++) {
@@ -194,9 +216,14 @@ int tracer_read_blocks(struct tracer *tr)
 
 uint32_t tracer_n_stacks(const struct tracer *tr)
 {
-	uint32_t n = tr->skel->data->next_stack_id;
+	uint32_t inner = tr->skel->bss->next_inner_slot;
 
-	return n > MEMPROF_MAX_STACKS ? MEMPROF_MAX_STACKS : n;
+	/* Ids up to the inner table's last used one; unused ids weigh nothing. */
+	if (inner)
+		return tr->max_stacks +
+		       (inner > MEMPROF_INNER_STACKS ? MEMPROF_INNER_STACKS : inner);
+	uint32_t n = tr->skel->data->next_stack_id;
+	return n > tr->max_stacks ? tr->max_stacks : n;
 }
 
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c)

@@ -23,10 +23,11 @@ struct tracer {
 	struct memprof_bpf *skel;
 	struct bpf_link **links;
 	size_t n_links;
-	const struct memprof_stack *stacks;   /* mmapped, MEMPROF_MAX_STACKS */
-	const struct memprof_stack_agg *aggs; /* mmapped, MEMPROF_MAX_STACKS */
+	const struct memprof_stack *stacks;   /* mmapped, max_stacks + MEMPROF_INNER_STACKS */
+	const struct memprof_stack_agg *aggs; /* mmapped, max_stacks + MEMPROF_INNER_STACKS */
+	uint32_t max_stacks;		      /* the stack table's size (--max-stacks) */
 	size_t stacks_bytes, aggs_bytes;
-	/* mmapped, MEMPROF_MAX_STACKS: lifetimes of the blocks that died */
+	/* mmapped, max_stacks + MEMPROF_INNER_STACKS: lifetimes of the blocks that died */
 	const struct memprof_lifetime_hist *lifetimes;
 	size_t lifetimes_bytes;
 	/* CLOCK_MONOTONIC ns when tracer_detach raised detaching (0: not yet):
@@ -44,12 +45,15 @@ enum tracer_status {
 
 /*
  * Open and load the BPF object for pid; map the arrays.  max_blocks sizes
- * the block map (0: MEMPROF_MAX_BLOCKS).  With MEMPROF_BPF_LIFETIME_HISTS=0
- * in the environment the dealloc program keeps no lifetime histograms (the
- * benchmark's baseline, bench/tables/t7-lifetimes.sh).
+ * the block map (0: MEMPROF_MAX_BLOCKS), max_stacks the stack table (0:
+ * MEMPROF_MAX_STACKS; the inner table adds MEMPROF_INNER_STACKS).  With
+ * MEMPROF_BPF_LIFETIME_HISTS=0 in the environment the dealloc program keeps
+ * no lifetime histograms (the benchmark's baseline, bench/tables/t7-lifetimes.sh).
  */
-enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks, char *err,
-			       size_t errlen);
+enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks,
+			       uint32_t max_stacks, char *err, size_t errlen);
+/* Kernel memory the stack maps take for max_stacks, in bytes (about). */
+uint64_t tracer_stack_memory(uint32_t max_stacks);
 /* Attach every memprof probe of every probe file of t. */
 enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char *err,
 				 size_t errlen);

@@ -8,6 +8,8 @@ usage: attach_run.py [--loader PATH --rate R [--duration S] [--out FILE]]
 --bpf-maps FILE: once attached (with --stop-until-attached), save
 `bpftool -j map show` for the loader's maps (JSON list) to FILE.
 --preload LIB: LD_PRELOAD for the target only; LIB is then the probe object.
+With --loader and without --stop-until-attached, the loader starts once LIB
+is mapped in the target (which may wait for it: MEMPROF_WAIT_TRACER_MS).
 Without --loader the target simply runs (the detached baseline, measured
 the same way).  With --loader, the loader attaches to the target's pid.
 
@@ -230,6 +232,15 @@ def main():
     lp = None
     if stop_until_attached:
         os.kill(pid, signal.SIGSTOP)
+    elif loader and preload:
+        # The loader finds the probes in the mapped preload: wait until the
+        # dynamic linker mapped it (the target then waits for the tracer,
+        # MEMPROF_WAIT_TRACER_MS, or by itself).
+        deadline = time.monotonic() + SEMAPHORE_TIMEOUT_S
+        while load_bias(pid, probe_object) is None:
+            if target.poll() is not None or time.monotonic() > deadline:
+                fail(f"{probe_object} never mapped in the target")
+            time.sleep(0.002)
     t0 = time.monotonic()
     first_map_id = max_map_id() if maps_file else None
     if loader:

@@ -166,14 +166,19 @@ def t2(work):
                     " in-process sampling together). One uprobe hit with a BPF program"
                     f" measured about {INT3_UPROBE_NS:,} ns on a 1-byte nop site and about"
                     f" {OPT_UPROBE_NS:,} ns on the 5-byte nop sites memprof uses (the kernel"
-                    " optimises those), and a traced sample takes two or three hits (sample,"
-                    " then promote and/or dealloc)")
+                    " optimises those); a traced sample takes one hit (its promotion and death"
+                    " go in memprof:events batches, one hit per collection, epoch or 256"
+                    " events)")
         known = [x for x in ns if x is not None]
-        if known and min(known) > 3 * INT3_UPROBE_NS:
+        if known and min(known) > 2 * INT3_UPROBE_NS:
             out[-1] += (", so most of each figure is the rest of that list, not the"
                         " uprobe itself.")
         else:
             out[-1] += "."
+        out.append(f"Against the floor of one optimised uprobe hit ({OPT_UPROBE_NS:,} ns):"
+                   f" {ns[0] / OPT_UPROBE_NS:.1f}x on the runtime"
+                   + (f", {ns[1] / OPT_UPROBE_NS:.1f}x in the malloc preload" if ns[1] else "")
+                   + ".")
     elif ns[1] is not None:
         out.append(f"At 1e-3 each sample costs about {ns[1]:,.0f} ns in the malloc preload.")
     pre = ratio(mm, "detached", "glibc", "values.work_cpu_ns")

@@ -61,6 +61,40 @@ if [ -z "$mm_missing" ]; then
 	python3 bench/lib/abrun.py "$spec" "$WORK/t2-mm.jsonl" --reps "$REPS"
 fi
 
+# ---- real programs under the preload: plain, detached, attached ----
+# Each waits at start-up for the tracer (MEMPROF_WAIT_TRACER_MS, sleeping)
+# when attached, so the whole run is traced; CPU time of the whole process.
+REAL_RATES="1e-5 1e-4"
+PY_REAL=$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)
+CXX_SRC=tests/preload/progs/cxx.cpp
+if [ "$BENCH_QUICK" = 1 ]; then GIT_N=50 PY_N=10000; else GIT_N=300 PY_N=60000; fi
+real_cmd() { # name -> command line (words)
+	case $1 in
+	git) echo "$(command -v git) -C $PWD log -p -n $GIT_N HEAD" ;;
+	python3) echo "$PY_REAL -c 'import json; d = [{str(i): [str(j) for j in range(20)]} for i in range($PY_N)]; s = json.dumps(d); [json.loads(s) for _ in range(3)]'" ;;
+	clang++) echo "$(command -v clang++) -O2 -Iruntime-probes/include -c $CXX_SRC -o $WORK/real-cxx.o" ;;
+	esac
+}
+REAL_PROGS="git python3 clang++"
+real_missing=""
+[ -e "$PRELOAD" ] && [ -e "$LOADER" ] || real_missing="the preload or the loader is not built"
+for prog in $REAL_PROGS; do
+	[ -n "$real_missing" ] && break
+	set -- $(real_cmd $prog)
+	command -v "$1" >/dev/null || { real_missing="$prog is not installed"; break; }
+	spec=$WORK/t2-real-$prog.spec
+	{
+		printf 'plain\t%s -- %s\n' "$AR" "$(real_cmd $prog)"
+		printf 'detached\t%s --preload %s -- %s\n' "$AR" "$PRELOAD" "$(real_cmd $prog)"
+		for r in $REAL_RATES; do
+			printf 'attached-%s\tenv MEMPROF_WAIT_TRACER_MS=30000 %s --loader %s --rate %s --out %s --preload %s -- %s\n' \
+				$r "$AR" "$LOADER" $r "$WORK/t2-real-$prog-$r.folded" "$PRELOAD" "$(real_cmd $prog)"
+		done
+	} >"$spec"
+	log "table 2: $prog under the preload ($REPS rounds)"
+	python3 bench/lib/abrun.py "$spec" "$WORK/t2-real-$prog.jsonl" --reps "$REPS"
+done
+
 # ---- detached probe site, callgrind ----
 loop_ir() { # mode -> Ir of the loop function
 	valgrind --tool=callgrind --callgrind-out-file="$WORK/probeloop.$1.cg" --collect-atstart=no \
@@ -178,6 +212,23 @@ for r in $RATES; do
 	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) | - |"
 done
 echo "| malloc: preload loaded, detached / plain glibc | - | $(mm_ratio detached glibc) | - | - | - |"
+echo
+echo "Real programs under the preload, CPU time (user+system) of the whole process against the"
+echo "same command run plain (no preload): git (log -p -n $GIT_N of this repository), python3"
+echo "(a JSON dump and three loads of a $PY_N-entry list), clang++ (-O2 -c of a C++ test program)."
+echo "Attached: the program waits at start-up until the tracer's sampling is on"
+echo "(MEMPROF_WAIT_TRACER_MS, asleep), so the whole run is traced; samples from its control block."
+echo
+echo "| program | detached / plain | attached 1e-5 / plain | attached 1e-4 / plain | samples at 1e-4 | CPU ns per sample at 1e-4 (vs detached) |"
+echo "|---|---|---|---|---|---|"
+for prog in $REAL_PROGS; do
+	f=$WORK/t2-real-$prog.jsonl
+	if [ -n "$real_missing" ] || [ ! -s "$f" ]; then
+		echo "| $prog | $(na "${real_missing:-no runs}") | - | - | - | - |"
+		continue
+	fi
+	echo "| $prog | $($S ratio "$f" detached plain --metric values.target_cpu_s) | $($S ratio "$f" attached-1e-5 plain --metric values.target_cpu_s) | $($S ratio "$f" attached-1e-4 plain --metric values.target_cpu_s) | $($S median "$f" attached-1e-4 --metric values.memprof_ctl_samples --fmt %.0f) | $($S perunit "$f" attached-1e-4 detached --metric values.target_cpu_s --per values.memprof_ctl_samples --scale 1e9) |"
+done
 echo
 echo "$psc_line"
 echo

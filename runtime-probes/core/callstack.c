@@ -99,8 +99,9 @@ size_t callstack_wanted(void)
 {
 	size_t n = atomic_load_explicit(&memprof_core.callstack_size, memory_order_relaxed);
 
-	if (SEMAPHORE_UP(memprof_sample_semaphore) && n < MEMPROF_PROBE_MAX_STACK)
-		n = MEMPROF_PROBE_MAX_STACK;
+	/* One frame more than the probe takes: it tells a cut stack from a full one. */
+	if (SEMAPHORE_UP(memprof_sample_semaphore) && n < MEMPROF_PROBE_MAX_STACK + 1)
+		n = MEMPROF_PROBE_MAX_STACK + 1;
 	return n;
 }
 
@@ -111,11 +112,11 @@ void stack_buf_init(struct stack_buf *sb)
 	sb->want = callstack_wanted();
 	if (sb->want > CALLSTACK_MAX_FRAMES)
 		sb->want = CALLSTACK_MAX_FRAMES;
-	if (sb->want > MEMPROF_PROBE_MAX_STACK) {
+	if (sb->want > MEMPROF_PROBE_MAX_STACK + 1) {
 		sb->buf = malloc((sb->want + CALLSTACK_SKIP_SLACK) * sizeof(uintptr_t));
 		if (!sb->buf) {
 			sb->buf = sb->local;
-			sb->want = MEMPROF_PROBE_MAX_STACK;
+			sb->want = MEMPROF_PROBE_MAX_STACK + 1;
 		}
 	}
 }

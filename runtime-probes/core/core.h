@@ -100,7 +100,7 @@ size_t rng_binomial(const struct rate *r, size_t words);
 #define CALLSTACK_SKIP_SLACK 32
 /* A capture buffer: on the stack up to the probe maximum, else malloc'ed. */
 struct stack_buf {
-	uintptr_t local[MEMPROF_PROBE_MAX_STACK + CALLSTACK_SKIP_SLACK];
+	uintptr_t local[MEMPROF_PROBE_MAX_STACK + 1 + CALLSTACK_SKIP_SLACK];
 	uintptr_t *buf; /* want + CALLSTACK_SKIP_SLACK slots */
 	size_t want;	/* frames to capture */
 	size_t len;	/* frames captured */
@@ -125,24 +125,32 @@ size_t callstack_wanted(void);
 #define SAMPLE_UNBOUND 8u    /* placeholder of memprof_track_young */
 /*
  * Create the entry of a sampled block and fire the sample probe.  Locked.
+ * bytes: 0 for a runtime block (words; r per word), else the requested
+ * bytes of a malloc block sampled per byte at r->lambda / 8.
  * NO_INDEX when nobody wants it (no profile, no tracer) or the table could
  * not grow (counted as dropped).
  */
-size_t sample_new_locked(memprof_value block, size_t wosize, size_t n_samples, unsigned source,
-			 unsigned flags, const uintptr_t *stack, size_t stack_len,
+size_t sample_new_locked(memprof_value block, size_t wosize, size_t bytes, size_t n_samples,
+			 unsigned source, unsigned flags, const uintptr_t *stack, size_t stack_len,
 			 const struct rate *r);
 
 /* ---- probes (probes.c) ---- */
 #define SEMAPHORE_UP(s) (*(volatile unsigned short *)&(s) != 0)
 extern unsigned short memprof_sample_semaphore;
-extern unsigned short memprof_promote_semaphore;
-extern unsigned short memprof_dealloc_semaphore;
+extern unsigned short memprof_events_semaphore;
 extern unsigned short memprof_gc_semaphore;
 extern struct memprof_probe_control memprof_probe_control;
-void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind, unsigned source,
-		       const uintptr_t *stack, size_t stack_len, double lambda);
-void probe_fire_promote(uint64_t id);
-void probe_fire_dealloc(uint64_t id, unsigned kind);
+/*
+ * Fire memprof:sample.  size and lambda are per word, or per byte when
+ * bytes is set; a stack longer than MEMPROF_PROBE_MAX_STACK is handed over
+ * cut, with MEMPROF_PROBE_F_STACK_CUT.
+ */
+void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind, unsigned source,
+		       const uintptr_t *stack, size_t stack_len, double lambda, int bytes);
+/* Queue a promote or dealloc event (MEMPROF_PROBE_EV_*) for memprof:events.  Locked. */
+void probe_event_locked(uint64_t id, unsigned what);
+/* Fire memprof:events with what is queued (end of a collection or epoch).  Locked. */
+void probe_events_flush_locked(void);
 void probe_count_dropped(void);
 /* Update control.flags and active_rate from the core state.  Locked. */
 void probe_publish_locked(void);

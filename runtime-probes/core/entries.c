@@ -256,9 +256,10 @@ void entries_mark_dead(size_t i)
 	struct entry *e = &memprof_core.tbl.t[i];
 
 	e->dead = 1;
-	if (e->traced && memprof_dealloc_semaphore)
-		probe_fire_dealloc(e->id, e->young && !e->promoted ? MEMPROF_PROBE_KIND_MINOR
-								   : MEMPROF_PROBE_KIND_MAJOR);
+	if (e->traced && memprof_events_semaphore)
+		probe_event_locked(e->id, e->young && !e->promoted
+					      ? MEMPROF_PROBE_EV_DEALLOC_MINOR
+					      : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 }
 
 void entries_mark_promoted(size_t i, memprof_value moved)
@@ -268,8 +269,8 @@ void entries_mark_promoted(size_t i, memprof_value moved)
 	MEMPROF_ASSERT(e->young && !e->dead);
 	e->block = moved;
 	e->promoted = 1;
-	if (e->traced && memprof_promote_semaphore)
-		probe_fire_promote(e->id);
+	if (e->traced && memprof_events_semaphore)
+		probe_event_locked(e->id, MEMPROF_PROBE_EV_PROMOTE);
 }
 
 void entries_release(size_t i)

@@ -57,6 +57,7 @@ void memprof_minor_update(void)
 	}
 	memprof_core.stats.last_minor_scan = tb->len - start;
 	tb->young = tb->len;
+	probe_events_flush_locked();
 	pthread_mutex_unlock(&memprof_core.lock);
 	if (pending)
 		host_request_safe_point();
@@ -82,6 +83,7 @@ void memprof_major_update(void)
 		pending |= entry_pending(&tb->t[i]);
 	}
 	entries_compact();
+	probe_events_flush_locked();
 	pthread_mutex_unlock(&memprof_core.lock);
 	if (pending)
 		host_request_safe_point();

@@ -19,9 +19,10 @@ static void malloc_run_direct(size_t *ip)
 	}
 }
 
-int memprof_track_malloc(memprof_value block, size_t words, size_t n_samples, int major,
+int memprof_track_malloc(memprof_value block, size_t bytes, size_t n_samples, int major,
 			 uint64_t *handle_out)
 {
+	size_t words = (bytes >> 3) + ((bytes & 7) != 0);
 	struct thread_state *ts = &memprof_ts;
 	struct rate r;
 	int err = 0;
@@ -40,7 +41,7 @@ int memprof_track_malloc(memprof_value block, size_t words, size_t n_samples, in
 
 	pthread_mutex_lock(&memprof_core.lock);
 	size_t i =
-	    sample_new_locked(block, words, n_samples, MEMPROF_SRC_NORMAL,
+	    sample_new_locked(block, words, bytes ? bytes : 1, n_samples, MEMPROF_SRC_NORMAL,
 			      SAMPLE_MALLOC | (major ? 0 : SAMPLE_YOUNG), sb.buf, sb.len, &r);
 	if (i != NO_INDEX) {
 		uint64_t id = memprof_core.tbl.t[i].id;
@@ -99,6 +100,7 @@ void memprof_epoch_end(void)
 		entries_note_pending(i);
 	}
 	tb->young = tb->len;
+	probe_events_flush_locked();
 	if (!ts->in_callback && !ts->in_core)
 		while (callbacks_run_pending_locked() != 0)
 			;

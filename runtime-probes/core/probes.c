@@ -13,8 +13,7 @@
 
 /* The kernel increments these (uprobe ref_ctr_offset) while a probe is attached. */
 unsigned short memprof_sample_semaphore __attribute__((section(".probes"), used));
-unsigned short memprof_promote_semaphore __attribute__((section(".probes"), used));
-unsigned short memprof_dealloc_semaphore __attribute__((section(".probes"), used));
+unsigned short memprof_events_semaphore __attribute__((section(".probes"), used));
 unsigned short memprof_gc_semaphore __attribute__((section(".probes"), used));
 
 __attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
@@ -22,14 +21,18 @@ __attribute__((used, visibility("default"))) struct memprof_probe_control mempro
     .abi_version = MEMPROF_PROBE_ABI_VERSION,
 };
 
+/* Longest a queued promote/dealloc event waits while the host polls. */
+#define PROBE_EVENTS_MAX_AGE_NS 10000000u
+#define PROBE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
 /* Mirror of memprof_core.tracer_on, read without the lock by probe_poll. */
 static atomic_int tracer_seen;
 
 /* Sites fire only while armed (memprof_probe_site.h says why). */
 static int probe_any_semaphore_up(void)
 {
-	return SEMAPHORE_UP(memprof_sample_semaphore) || SEMAPHORE_UP(memprof_promote_semaphore) ||
-	       SEMAPHORE_UP(memprof_dealloc_semaphore) || SEMAPHORE_UP(memprof_gc_semaphore);
+	return SEMAPHORE_UP(memprof_sample_semaphore) || SEMAPHORE_UP(memprof_events_semaphore) ||
+	       SEMAPHORE_UP(memprof_gc_semaphore);
 }
 
 static void probe_fork_child(void)
@@ -42,34 +45,49 @@ __attribute__((constructor)) static void probe_sites_init(void)
 	pthread_atfork(NULL, NULL, probe_fork_child);
 }
 
-void probe_fire_sample(uint64_t id, size_t wosize, size_t n_samples, unsigned kind, unsigned source,
-		       const uintptr_t *stack, size_t stack_len, double lambda)
+void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind, unsigned source,
+		       const uintptr_t *stack, size_t stack_len, double lambda, int bytes)
 {
 	double inv = lambda > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / lambda) : 0;
 	uint64_t inv_q16 = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
 	uint64_t ks = MEMPROF_PROBE_KIND_SOURCE(kind, source);
 	uint64_t sp = (uint64_t)(uintptr_t)stack;
-	uint64_t sl = stack_len > MEMPROF_PROBE_MAX_STACK ? MEMPROF_PROBE_MAX_STACK : stack_len;
-	uint64_t size = wosize, n = n_samples;
+	uint64_t sl = stack_len;
+	uint64_t sz = size, n = n_samples;
 
+	if (bytes)
+		ks |= MEMPROF_PROBE_F_BYTES;
+	if (sl > MEMPROF_PROBE_MAX_STACK) {
+		sl = MEMPROF_PROBE_MAX_STACK;
+		ks |= MEMPROF_PROBE_F_STACK_CUT;
+	}
 	if (SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed()) {
-		DTRACE_PROBE7(memprof, sample, id, size, n, ks, sp, sl, inv_q16);
+		DTRACE_PROBE7(memprof, sample, id, sz, n, ks, sp, sl, inv_q16);
 		__atomic_fetch_add(&memprof_probe_control.samples, 1, __ATOMIC_RELAXED);
 	}
 }
 
-void probe_fire_promote(uint64_t id)
+/* Promotions and deaths waiting for the next memprof:events hit.  Locked. */
+static struct probe_events probe_events_queue;
+
+__attribute__((noinline)) void probe_events_flush_locked(void)
 {
-	if (SEMAPHORE_UP(memprof_promote_semaphore) && probe_sites_armed())
-		DTRACE_PROBE1(memprof, promote, id);
+	probe_events_flush(&probe_events_queue);
 }
 
-void probe_fire_dealloc(uint64_t id, unsigned kind)
+void probe_event_locked(uint64_t id, unsigned what)
 {
-	uint64_t k = kind;
+	if (probe_events_add(&probe_events_queue, id, what))
+		probe_events_flush_locked();
+}
 
-	if (SEMAPHORE_UP(memprof_dealloc_semaphore) && probe_sites_armed())
-		DTRACE_PROBE2(memprof, dealloc, id, k);
+void memprof_probe_flush(void)
+{
+	if (!probe_events_queue.n)
+		return;
+	pthread_mutex_lock(&memprof_core.lock);
+	probe_events_flush_locked();
+	pthread_mutex_unlock(&memprof_core.lock);
 }
 
 void memprof_probe_gc(unsigned phase, uint64_t minor_heap_bytes, uint64_t major_heap_bytes)
@@ -112,6 +130,7 @@ static double probe_requested_rate(void)
 /* The tracer went away: entries kept only for it go, the others stop firing. */
 static void probe_forget_locked(void)
 {
+	probe_events_flush_locked();
 	for (size_t i = 0; i < memprof_core.tbl.len; i++) {
 		struct entry *e = &memprof_core.tbl.t[i];
 		if (!e->traced)
@@ -126,8 +145,19 @@ int probe_poll(void)
 {
 	int up = SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed();
 
-	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed))
+	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
+		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs,
+		 * and no longer once the tracer asks for them. */
+		if (PROBE_UNLIKELY(probe_flush_requested())) {
+			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
+			memprof_probe_flush();
+			probe_flush_served(request);
+		} else if (PROBE_UNLIKELY(
+			       probe_events_stale(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS))) {
+			memprof_probe_flush();
+		}
 		return 0;
+	}
 	int changed = 0;
 	pthread_mutex_lock(&memprof_core.lock);
 	if (up != memprof_core.tracer_on) {

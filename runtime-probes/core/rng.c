@@ -4,15 +4,56 @@
  * of geometric gaps that fit.
  */
 #include <math.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core.h"
 
-/* Seed of the first thread; later threads get it mixed with their rank,
- * so runs are reproducible without memprof_set_seed. */
-#define RNG_DEFAULT_SEED 0x6d656d70726f6631ull
+/*
+ * Seeds.  Each process draws a random seed (getrandom) the first time a
+ * thread draws, unless MEMPROF_SEED=N fixes it; a thread's seed is that
+ * seed mixed with its rank.  memprof_set_seed fixes the calling thread's.
+ */
+#define RNG_ENV_SEED "MEMPROF_SEED"
 
 _Thread_local struct thread_state memprof_ts;
 static atomic_uint_fast64_t thread_rank;
+static atomic_uint_fast64_t process_seed;
+static atomic_int process_seed_set;
+
+static uint64_t rng_process_seed(void)
+{
+	if (atomic_load_explicit(&process_seed_set, memory_order_acquire))
+		return atomic_load_explicit(&process_seed, memory_order_relaxed);
+	uint64_t seed = 0;
+	const char *env = getenv(RNG_ENV_SEED);
+	char *end;
+	if (env && *env) {
+		seed = strtoull(env, &end, 0);
+		if (*end)
+			env = NULL;
+	}
+	if (!env || !*env) {
+		struct timespec ts;
+		if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed)) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+			       ((uint64_t)getpid() << 48);
+		}
+	}
+	/* Racing threads may both draw: the first store wins. */
+	int unset = 0;
+	if (atomic_compare_exchange_strong(&process_seed_set, &unset, 2)) {
+		atomic_store_explicit(&process_seed, seed, memory_order_relaxed);
+		atomic_store_explicit(&process_seed_set, 1, memory_order_release);
+		return seed;
+	}
+	while (atomic_load_explicit(&process_seed_set, memory_order_acquire) != 1)
+		;
+	return atomic_load_explicit(&process_seed, memory_order_relaxed);
+}
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -22,13 +63,25 @@ static uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-void memprof_set_seed(uint64_t seed)
+static void rng_seed_thread(uint64_t seed)
 {
 	struct thread_state *ts = &memprof_ts;
 
 	for (int i = 0; i < 4; i++)
 		ts->rng[i] = splitmix64(&seed);
 	ts->seeded = 1;
+}
+
+void memprof_set_seed(uint64_t seed)
+{
+	int unset = 0;
+
+	rng_seed_thread(seed);
+	/* Threads that have not drawn yet derive theirs from it too. */
+	if (atomic_compare_exchange_strong(&process_seed_set, &unset, 2)) {
+		atomic_store_explicit(&process_seed, seed, memory_order_relaxed);
+		atomic_store_explicit(&process_seed_set, 1, memory_order_release);
+	}
 }
 
 static inline uint64_t rotl(uint64_t x, int k)
@@ -42,7 +95,7 @@ static uint64_t rng_next(void)
 
 	if (!ts->seeded) {
 		uint64_t rank = atomic_fetch_add_explicit(&thread_rank, 1, memory_order_relaxed);
-		memprof_set_seed(RNG_DEFAULT_SEED + rank * 0x9e3779b97f4a7c15ull);
+		rng_seed_thread(rng_process_seed() + rank * 0x9e3779b97f4a7c15ull);
 	}
 	uint64_t *s = ts->rng;
 	uint64_t result = s[0] + s[3];
@@ -73,12 +126,24 @@ size_t rng_geometric(const struct rate *r)
 	return 1 + (size_t)x;
 }
 
+/* Above this many expected samples a binomial count is drawn from its normal
+ * approximation: counting gaps would take that many draws (a 1 GiB block
+ * at 1/8 per byte, 2^27). */
+#define RNG_BINOMIAL_NORMAL_MEAN 1024.0
+
 size_t rng_binomial(const struct rate *r, size_t words)
 {
 	if (r->lambda <= 0 || words == 0)
 		return 0;
 	if (r->lambda >= 1)
 		return words;
+	double mean = (double)words * r->lambda;
+	if (mean > RNG_BINOMIAL_NORMAL_MEAN) {
+		/* Box-Muller; mean and variance exact, the rounding symmetric. */
+		double z = sqrt(-2 * log(rng_uniform())) * cos(2 * M_PI * rng_uniform());
+		double x = floor(mean + z * sqrt(mean * (1 - r->lambda)) + 0.5);
+		return x <= 0 ? 0 : x >= (double)words ? words : (size_t)x;
+	}
 	size_t n = 0;
 	for (size_t pos = rng_geometric(r); pos <= words; pos += rng_geometric(r))
 		n++;
@@ -109,6 +174,37 @@ size_t memprof_draw_binomial(size_t words)
 
 	rate_read(&r);
 	return rng_binomial(&r, words);
+}
+
+/* The rate per byte of r (lambda / 8), cached per thread. */
+static void rate_bytes(struct rate *r)
+{
+	static _Thread_local double for_lambda = -1, inv_log1m;
+
+	rate_read(r);
+	if (r->lambda != for_lambda) {
+		for_lambda = r->lambda;
+		inv_log1m = r->lambda > 0 ? 1.0 / log1p(-r->lambda / 8) : 0.0;
+	}
+	r->lambda /= 8;
+	r->inv_log1m = inv_log1m;
+}
+
+size_t memprof_draw_gap_bytes(void)
+{
+	struct rate r;
+
+	probe_poll();
+	rate_bytes(&r);
+	return rng_geometric(&r);
+}
+
+size_t memprof_draw_binomial_bytes(size_t bytes)
+{
+	struct rate r;
+
+	rate_bytes(&r);
+	return rng_binomial(&r, bytes);
 }
 
 int memprof_sampling_here(void)

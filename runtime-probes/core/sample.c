@@ -18,8 +18,8 @@
 static _Atomic uintptr_t young_trigger;
 static _Atomic uintptr_t young_start_seen;
 
-size_t sample_new_locked(memprof_value block, size_t wosize, size_t n_samples, unsigned source,
-			 unsigned flags, const uintptr_t *stack, size_t stack_len,
+size_t sample_new_locked(memprof_value block, size_t wosize, size_t bytes, size_t n_samples,
+			 unsigned source, unsigned flags, const uintptr_t *stack, size_t stack_len,
 			 const struct rate *r)
 {
 	int traced = SEMAPHORE_UP(memprof_sample_semaphore);
@@ -62,9 +62,10 @@ size_t sample_new_locked(memprof_value block, size_t wosize, size_t n_samples, u
 	}
 	if (traced) {
 		e->traced = 1;
-		probe_fire_sample(e->id, wosize, n_samples,
+		probe_fire_sample(e->id, bytes ? bytes : wosize, n_samples,
 				  e->young ? MEMPROF_PROBE_KIND_MINOR : MEMPROF_PROBE_KIND_MAJOR,
-				  e->source, stack, stack_len, r->lambda);
+				  e->source, stack, stack_len, bytes ? r->lambda / 8 : r->lambda,
+				  bytes != 0);
 	}
 	return i;
 }
@@ -315,7 +316,7 @@ int memprof_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosiz
 	 * thread's safe point runs the others (they are this thread's). */
 	pthread_mutex_lock(&memprof_core.lock);
 	for (size_t k = 0; k < n_smp; k++) {
-		smp[k].idx = sample_new_locked(smp[k].offset, wosizes[smp[k].block], smp[k].n,
+		smp[k].idx = sample_new_locked(smp[k].offset, wosizes[smp[k].block], 0, smp[k].n,
 					       MEMPROF_SRC_NORMAL, SAMPLE_YOUNG | SAMPLE_UNBOUND,
 					       sb.buf, sb.len, &r);
 		if (smp[k].idx != NO_INDEX)
@@ -362,7 +363,7 @@ static void sample_postponed(memprof_value block, size_t wosize, size_t n_sample
 			     unsigned flags, const struct stack_buf *sb, const struct rate *r)
 {
 	pthread_mutex_lock(&memprof_core.lock);
-	size_t i = sample_new_locked(block, wosize, n_samples, source, flags | SAMPLE_KEEP_STACK,
+	size_t i = sample_new_locked(block, wosize, 0, n_samples, source, flags | SAMPLE_KEEP_STACK,
 				     sb->buf, sb->len, r);
 	int pending = i != NO_INDEX && entry_pending(&memprof_core.tbl.t[i]);
 	pthread_mutex_unlock(&memprof_core.lock);

@@ -141,7 +141,12 @@ int memprof_start_profile(double rate, size_t callstack_size, const memprof_trac
  */
 int memprof_discard_profile(memprof_profile profile);
 
-/* Seed the calling thread's random generator (for reproducible tests). */
+/*
+ * Seed the calling thread's random generator (for reproducible tests and
+ * benchmarks); threads that have not drawn yet derive their seeds from it.
+ * Without it each process draws a random seed, unless the environment sets
+ * MEMPROF_SEED=N (decimal or 0x hex), which fixes it.
+ */
 void memprof_set_seed(uint64_t seed);
 
 /* Counters, for tests and benchmarks. */

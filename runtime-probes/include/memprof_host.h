@@ -142,12 +142,16 @@ void memprof_major_update(void);
 /* ---- Malloc-style hosts (blocks never move; they die by free) ---- */
 
 /*
- * A malloc-style allocation of `words` words was sampled n_samples times
- * (the host draws the count).  major: born major.  Runs the alloc callback
- * now and returns its error.  *handle_out receives a handle for
- * memprof_block_freed, 0 when the block is not tracked.
+ * A malloc-style allocation of `bytes` requested bytes was sampled
+ * n_samples times, sample points falling on the byte stream at the rate
+ * per byte (the rate per word / 8: memprof_draw_gap_bytes and
+ * memprof_draw_binomial_bytes draw them).  major: born major.  Runs the
+ * alloc callback now (its size is ceil(bytes / 8) words) and returns its
+ * error.  The sample probe reports bytes (MEMPROF_PROBE_F_BYTES), so
+ * estimates are exact in expectation for any size.  *handle_out receives a
+ * handle for memprof_block_freed, 0 when the block is not tracked.
  */
-int memprof_track_malloc(memprof_value block, size_t words, size_t n_samples, int major,
+int memprof_track_malloc(memprof_value block, size_t bytes, size_t n_samples, int major,
 			 uint64_t *handle_out);
 /*
  * The tracked block with this handle was freed.  Runs its dealloc callback
@@ -166,6 +170,9 @@ void memprof_epoch_end(void);
 double memprof_current_rate(void); /* 0 when not sampling */
 size_t memprof_draw_gap(void);	   /* words to the next sample, >= 1 */
 size_t memprof_draw_binomial(size_t words);
+/* The same per byte, at the rate per word / 8 (the malloc host's unit). */
+size_t memprof_draw_gap_bytes(void); /* bytes to the next sample, >= 1 */
+size_t memprof_draw_binomial_bytes(size_t bytes);
 
 /* ---- Safe points, threads ---- */
 

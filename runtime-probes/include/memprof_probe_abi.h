@@ -14,35 +14,56 @@
  *
  * Probes and their arguments (in USDT argument order):
  *
- *   memprof:sample   (id, size_words, n_samples, kind_source,
+ *   memprof:sample   (id, size, n_samples, kind_source,
  *                     stack_ptr, stack_len, inv_rate_q16)
  *       A block was sampled.  Fired once per tracked block, when its entry
  *       is created, before any callback runs.
- *         id            u64  nonzero, unique in the process, never reused.
- *         size_words    u64  block size in words, header excluded
- *                            (malloc host: bytes rounded up to words).
- *         n_samples     u64  >= 1.
+ *         id            u64  nonzero, below 2^62, unique in the process,
+ *                            never reused.
+ *         size          u64  block size, in the sample's unit: words, header
+ *                            excluded (runtime hosts), or requested bytes
+ *                            (MEMPROF_PROBE_F_BYTES: the malloc host).
+ *         n_samples     u64  >= 1: sample points in the block.
  *         kind_source   u64  MEMPROF_PROBE_KIND(x) | MEMPROF_PROBE_SOURCE(x)
+ *                            | MEMPROF_PROBE_F_* flags (unit, stack cut).
  *         stack_ptr     u64  user address of stack_len u64 return
  *                            addresses, innermost first.  Valid only while
  *                            the probe handler runs.
- *         stack_len     u64  <= MEMPROF_PROBE_MAX_STACK.
+ *         stack_len     u64  <= MEMPROF_PROBE_MAX_STACK.  When the stack was
+ *                            deeper, these are its innermost frames and
+ *                            kind_source has MEMPROF_PROBE_F_STACK_CUT.
  *         inv_rate_q16  u64  round(65536 / lambda), lambda being the rate in
- *                            force for this sample.  The estimated words this
- *                            sample stands for are
- *                            n_samples * inv_rate_q16 / 65536.
+ *                            force for this sample, per unit (per word, or
+ *                            per byte = rate per word / 8 with
+ *                            MEMPROF_PROBE_F_BYTES).  The sample stands for
+ *                            n_samples * inv_rate_q16 / 65536 units, and
+ *                            for that divided by size objects.
  *
- *   memprof:promote  (id)
- *       A tracked young block survived a minor collection (or, in the malloc
- *       host, outlived its young epoch).  At most once per id, after sample.
- *
- *   memprof:dealloc  (id, kind)
- *       A tracked block died.  kind is MEMPROF_PROBE_KIND_MINOR when it died
- *       young, MEMPROF_PROBE_KIND_MAJOR otherwise.  At most once per id.
- *       A block whose tracking ends without a death (the profile was
- *       discarded, or the tracer detached) gets no dealloc; a host that
- *       forgets blocks so while a tracer is attached may say so with
- *       MEMPROF_PROBE_F_FORGOT.
+ *   memprof:events   (events_ptr, count)
+ *       Promotions and deaths of tracked blocks, in the order they
+ *       happened, batched: a host buffers them (at most
+ *       MEMPROF_PROBE_EVENTS_MAX) and fires this probe once per minor
+ *       collection, major collection, young epoch or full buffer (and
+ *       before its sampling stops), never per event.
+ *         events_ptr    u64  user address of count events of two u64
+ *                            each: MEMPROF_PROBE_EVENT(id, what), then the
+ *                            CLOCK_MONOTONIC time of the event in ns (the
+ *                            clock of bpf_ktime_get_ns: lifetimes end when
+ *                            the block died, not when its batch went).
+ *                            Valid only while the probe handler runs.
+ *         count         u64  1..MEMPROF_PROBE_EVENTS_MAX.
+ *       what is one of
+ *         MEMPROF_PROBE_EV_PROMOTE       a tracked young block survived a
+ *                                        minor collection (malloc host:
+ *                                        outlived its young epoch).  At
+ *                                        most once per id, after sample.
+ *         MEMPROF_PROBE_EV_DEALLOC_MINOR a tracked block died young.
+ *         MEMPROF_PROBE_EV_DEALLOC_MAJOR a tracked block died old.
+ *       At most one dealloc per id.  A block whose tracking ends without a
+ *       death (the profile was discarded, or the tracer detached) gets no
+ *       dealloc; a host that forgets blocks so while a tracer is attached
+ *       may say so with MEMPROF_PROBE_F_FORGOT.  An event follows its
+ *       block's sample probe.
  *
  *   memprof:gc       (phase, minor_heap_bytes, major_heap_bytes)
  *       Optional, for timelines.  phase is one of MEMPROF_PROBE_GC_*.
@@ -62,12 +83,21 @@
 
 #define MEMPROF_PROBE_PROVIDER "memprof"
 #define MEMPROF_PROBE_SAMPLE "sample"
-#define MEMPROF_PROBE_PROMOTE "promote"
-#define MEMPROF_PROBE_DEALLOC "dealloc"
+#define MEMPROF_PROBE_EVENTS "events"
 #define MEMPROF_PROBE_GC "gc"
 
 /* Longest call stack a sample probe hands over. */
-#define MEMPROF_PROBE_MAX_STACK 64
+#define MEMPROF_PROBE_MAX_STACK 128
+
+/* Events per memprof:events probe, at most. */
+#define MEMPROF_PROBE_EVENTS_MAX 256u
+/* An event: the block id (below 2^62) and what happened to it. */
+#define MEMPROF_PROBE_EV_PROMOTE 0u
+#define MEMPROF_PROBE_EV_DEALLOC_MINOR 1u
+#define MEMPROF_PROBE_EV_DEALLOC_MAJOR 2u
+#define MEMPROF_PROBE_EVENT(id, what) (((__u64)(id) << 2) | (__u64)(what))
+#define MEMPROF_PROBE_EVENT_ID(ev) ((ev) >> 2)
+#define MEMPROF_PROBE_EVENT_WHAT(ev) ((ev)&3u)
 
 /* kind_source encoding. */
 #define MEMPROF_PROBE_KIND_MINOR 0u
@@ -75,6 +105,9 @@
 #define MEMPROF_PROBE_KIND(ks) ((ks)&0xffu)
 #define MEMPROF_PROBE_SOURCE(ks) (((ks) >> 8) & 0xffu)
 #define MEMPROF_PROBE_KIND_SOURCE(kind, source) ((__u64)(kind) | ((__u64)(source) << 8))
+/* kind_source flags. */
+#define MEMPROF_PROBE_F_BYTES (1ull << 16)     /* size and rate are per byte, not per word */
+#define MEMPROF_PROBE_F_STACK_CUT (1ull << 17) /* the stack was deeper than stack_len */
 
 /* Sources, equal to enum memprof_source in memprof.h. */
 #define MEMPROF_PROBE_SRC_NORMAL 0u
@@ -92,7 +125,8 @@
 
 #define MEMPROF_PROBE_CONTROL_SYMBOL "memprof_probe_control"
 #define MEMPROF_PROBE_CONTROL_MAGIC 0x4d454d50524f4631ull /* "MEMPROF1" */
-#define MEMPROF_PROBE_ABI_VERSION 1u
+/* 2: memprof:events replaces memprof:promote and memprof:dealloc; units; 128 frames. */
+#define MEMPROF_PROBE_ABI_VERSION 2u
 
 /* flags, written by the host. */
 #define MEMPROF_PROBE_F_IN_PROCESS 1u /* an in-process profile is sampling */
@@ -106,13 +140,20 @@
  */
 #define MEMPROF_PROBE_F_FORGOT 4u
 
-/* The default rate a tracer requests, per word. */
+/* The default rate a tracer requests, per word (a malloc host samples per byte at an
+ * eighth of it). */
 #define MEMPROF_PROBE_DEFAULT_RATE 1e-5
 
 /*
- * The control block.  Layout is fixed: 8-byte aligned, 48 bytes, no
- * padding.  requested_rate is written by tracers only; every other field is
- * written by the host only.
+ * The control block.  Layout is fixed: 8-byte aligned, 80 bytes, no
+ * padding.  requested_rate and flush_request are written by tracers only;
+ * every other field is written by the host only.
+ *
+ * Flush: before it detaches, a tracer adds 1 to flush_request and waits a
+ * little until flushed equals it: at its next poll (a safe point, an
+ * allocation slow path, the OCaml host's helper thread) the host fires
+ * memprof:events with what it has queued, then stores flush_request in
+ * flushed.  So the live view at detach lacks no death the host had seen.
  */
 struct memprof_probe_control {
 	__u64 magic;	       /* MEMPROF_PROBE_CONTROL_MAGIC */
@@ -122,6 +163,10 @@ struct memprof_probe_control {
 	double active_rate;    /* rate in force, 0 when not sampling */
 	__u64 samples;	       /* sample probes fired so far (monotonic) */
 	__u64 dropped;	       /* samples dropped (table growth failed) */
+	__u64 promotes;	       /* promote events handed to memprof:events (monotonic) */
+	__u64 deallocs;	       /* dealloc events handed to memprof:events (monotonic) */
+	__u64 flush_request;   /* tracers: add 1 to get the queued events now */
+	__u64 flushed;	       /* host: the flush_request it last served */
 };
 
 #endif

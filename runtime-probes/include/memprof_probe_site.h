@@ -42,6 +42,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _SDT_HAS_SEMAPHORES 1
@@ -110,6 +111,85 @@ static inline void probe_sites_fork_child(int any_up)
 
 	if (page && !any_up)
 		*page = PROBE_SITES_ARMED;
+}
+
+/*
+ * The memprof:events buffer (memprof_probe_abi.h): promotions and deaths
+ * are queued and handed over in one probe hit per collection, epoch or
+ * full buffer.  The includer serialises the calls (its lock) and defines
+ * memprof_events_semaphore.  Nothing is queued while no tracer listens.
+ */
+extern unsigned short memprof_events_semaphore;
+extern struct memprof_probe_control memprof_probe_control;
+
+struct probe_events {
+	uint64_t ev[2 * MEMPROF_PROBE_EVENTS_MAX]; /* (event, CLOCK_MONOTONIC ns) pairs */
+	volatile uint32_t n; /* queued; read without the lock to decide on a flush */
+	uint64_t first_ns;   /* when the first one was queued */
+};
+
+static inline uint64_t probe_events_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Hand the queued events to the tracer (one probe hit), empty the buffer. */
+static inline void probe_events_flush(struct probe_events *b)
+{
+	uint64_t p = (uint64_t)(uintptr_t)b->ev, n = b->n, promotes = 0;
+
+	if (n && PROBE_SEMAPHORE_UP(memprof_events_semaphore) && probe_sites_armed()) {
+		DTRACE_PROBE2(memprof, events, p, n);
+		for (uint64_t i = 0; i < n; i++)
+			promotes +=
+			    MEMPROF_PROBE_EVENT_WHAT(b->ev[2 * i]) == MEMPROF_PROBE_EV_PROMOTE;
+		__atomic_fetch_add(&memprof_probe_control.promotes, promotes, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&memprof_probe_control.deallocs, n - promotes, __ATOMIC_RELAXED);
+	}
+	b->n = 0;
+}
+
+/*
+ * Queue one event (MEMPROF_PROBE_EV_*).  Returns 1 when the buffer is full:
+ * the caller flushes it (through its one probe_events_flush call, so that
+ * the probe has one site per host).
+ */
+static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
+{
+	uint32_t n = b->n;
+	uint64_t now;
+
+	if (!PROBE_SEMAPHORE_UP(memprof_events_semaphore))
+		return 0;
+	now = probe_events_now_ns();
+	if (n == 0)
+		b->first_ns = now;
+	b->ev[2 * n] = MEMPROF_PROBE_EVENT(id, what);
+	b->ev[2 * n + 1] = now;
+	b->n = n + 1;
+	return n + 1 == MEMPROF_PROBE_EVENTS_MAX;
+}
+
+/* Has a tracer asked for the queued events (memprof_probe_control.flush_request)? */
+static inline int probe_flush_requested(void)
+{
+	return *(volatile __u64 *)&memprof_probe_control.flush_request !=
+	       *(volatile __u64 *)&memprof_probe_control.flushed;
+}
+
+/* After flushing: the request read before it is served. */
+static inline void probe_flush_served(__u64 request)
+{
+	__atomic_store_n(&memprof_probe_control.flushed, request, __ATOMIC_RELEASE);
+}
+
+/* Events queued for longer than max_ns (read without the lock)? */
+static inline int probe_events_stale(const struct probe_events *b, uint64_t max_ns)
+{
+	return b->n && probe_events_now_ns() - b->first_ns > max_ns;
 }
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * memprof probes a host may fire itself.  The sample, promote and dealloc
- * probes are fired by the core; the gc probe belongs to the host's
+ * memprof probes a host may fire itself.  The sample and events probes are
+ * fired by the core (promotions and deaths batched, one events hit per
+ * collection, epoch or full buffer); the gc probe belongs to the host's
  * collector.  Each sits behind its USDT semaphore: while no tracer is
  * attached a call costs one load and one branch.  On x86-64 the sites are
  * 5-byte nops, which a kernel with the uprobe syscall turns into a call to
@@ -18,6 +19,12 @@ extern "C" {
 
 /* Fire memprof:gc (phase is one of MEMPROF_PROBE_GC_* in memprof_probe_abi.h). */
 void memprof_probe_gc(unsigned phase, uint64_t minor_heap_bytes, uint64_t major_heap_bytes);
+/*
+ * Hand the queued promote/dealloc events to the tracer now.  The core does
+ * it at the end of each collection and epoch, and when events wait longer
+ * than 10 ms at a poll; a host calls it before it exits.
+ */
+void memprof_probe_flush(void);
 
 #ifdef __cplusplus
 }

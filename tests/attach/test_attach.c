@@ -117,6 +117,12 @@ Test(attach_trigger, views_match_the_samples_fired_exactly)
 		cr_expect_eq(site_value(&r.view[MEMPROF_VIEW_SHORT], sites[s], 0),
 			     is_short ? est : 0, "short %s", sites[s]);
 	}
+	/* Promotions and deaths came in memprof:events batches (ABI 2): the views
+	 * above are exact all the same. */
+	long long events = loader_stat(r.err, "promotes") + loader_stat(r.err, "deallocs");
+	long long batches = loader_stat(r.err, "event_batches");
+	cr_expect_gt(batches, 0);
+	cr_expect_lt(batches * 4, events, "%lld batches for %lld events", batches, events);
 	/* Exactly the sites, each under main: symbolized from .symtab. */
 	cr_expect_eq(r.view[MEMPROF_VIEW_ALLOC].n, N_TRIGGER_SITES);
 	cr_expect_gt(loader_stat(r.err, "live_blocks"), 0, "no live blocks kept in userspace");

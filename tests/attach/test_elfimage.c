@@ -17,10 +17,9 @@ Test(elfimage, finds_the_probes_the_control_block_and_the_sites)
 
 	cr_assert_eq(elf_image_open(TRIGGER_BIN, &img, err, sizeof(err)), ELF_IMAGE_OK, "%s", err);
 	cr_expect(img.probes & (1u << ELF_PROBE_SAMPLE));
-	cr_expect(img.probes & (1u << ELF_PROBE_PROMOTE));
-	cr_expect(img.probes & (1u << ELF_PROBE_DEALLOC));
+	cr_expect(img.probes & (1u << ELF_PROBE_EVENTS));
 	cr_expect_neq(img.control_addr, 0);
-	cr_expect_eq(img.control_size, 48);
+	cr_expect_eq(img.control_size, 80);
 	for (size_t i = 0; i < img.n_syms; i++) {
 		const struct elf_sym *s = &img.syms[i];
 

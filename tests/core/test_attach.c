@@ -20,15 +20,17 @@ extern unsigned short memprof_sample_semaphore;
 #define ALLOCS 2000
 
 struct probes {
-	int sample, promote, dealloc;
+	int sample, events;
+	uint64_t promotes0, deallocs0; /* the control block's counts at open */
 };
 
 static void probes_open(struct probes *p)
 {
 	p->sample = usdt_uprobe_open("sample");
-	p->promote = usdt_uprobe_open("promote");
-	p->dealloc = usdt_uprobe_open("dealloc");
-	cr_assert(p->sample >= 0 && p->promote >= 0 && p->dealloc >= 0, "uprobes attached");
+	p->events = usdt_uprobe_open("events");
+	p->promotes0 = memprof_probe_control.promotes;
+	p->deallocs0 = memprof_probe_control.deallocs;
+	cr_assert(p->sample >= 0 && p->events >= 0, "uprobes attached");
 	cr_assert_gt(*(volatile unsigned short *)&memprof_sample_semaphore, 0,
 		     "the kernel raised the semaphore");
 }
@@ -36,9 +38,12 @@ static void probes_open(struct probes *p)
 static void probes_close(struct probes *p)
 {
 	close(p->sample);
-	close(p->promote);
-	close(p->dealloc);
+	close(p->events);
 }
+
+/* promote and dealloc events handed over in memprof:events batches since open */
+#define PROMOTES(p) (memprof_probe_control.promotes - (p).promotes0)
+#define DEALLOCS(p) (memprof_probe_control.deallocs - (p).deallocs0)
 
 static void alloc_many(void)
 {
@@ -79,15 +84,19 @@ Test(attach, tracer_only_sampling_follows_the_semaphore)
 	cr_assert_eq(fired, st.samples, "one sample probe per entry");
 	cr_assert_eq(fired, memprof_probe_control.samples);
 	cr_assert_eq(st.callbacks, 0, "no user profile: probes only");
-	cr_assert_eq(usdt_uprobe_count(p.dealloc), fired, "every sampled block died young");
-	cr_assert_eq(usdt_uprobe_count(p.promote), 0);
+	cr_assert_eq(DEALLOCS(p), fired, "every sampled block died young");
+	cr_assert_eq(PROMOTES(p), 0);
 	cr_assert_eq(st.tracked, 0);
+	/* One memprof:events hit per collection (ALLOCS / 500 + 1 of them), or per full buffer. */
+	cr_assert_leq(usdt_uprobe_count(p.events),
+		      ALLOCS / 500 + 1 + fired / MEMPROF_PROBE_EVENTS_MAX, "events are batched");
+	cr_assert_gt(usdt_uprobe_count(p.events), 0);
 
 	toy.survive = 1;
 	alloc_many();
 	toy_minor_gc();
 	memprof_get_stats(&st);
-	uint64_t promoted = usdt_uprobe_count(p.promote);
+	uint64_t promoted = PROMOTES(p);
 	cr_assert_eq(promoted, st.samples - fired, "every block of the second round promoted");
 	cr_assert_eq(st.tracked, promoted);
 
@@ -141,11 +150,11 @@ Test(attach, tracer_sees_the_in_process_profile)
 	cr_assert_gt(st.samples, 0);
 	cr_assert_eq(usdt_uprobe_count(p.sample), st.samples);
 	cr_assert_eq(user_allocs, st.samples);
-	cr_assert_eq(st.tracked, st.samples - usdt_uprobe_count(p.dealloc),
+	cr_assert_eq(st.tracked, st.samples - DEALLOCS(p),
 		     "NONE from the callback, but the tracer saw them: entries kept");
 	toy_minor_gc();
 	cr_assert_eq(memprof_run_postponed(), 0);
-	cr_assert_eq(usdt_uprobe_count(p.dealloc), st.samples);
+	cr_assert_eq(DEALLOCS(p), st.samples);
 	cr_assert_eq(user_deallocs, 0, "no callback after NONE");
 	memprof_get_stats(&st);
 	cr_assert_eq(st.tracked, 0);
@@ -183,10 +192,14 @@ Test(attach, malloc_host_under_a_tracer)
 	cr_assert(h1 && h2, "tracer-only blocks get handles");
 	memprof_block_freed(h1);
 	memprof_epoch_end();
+	cr_assert_eq(usdt_uprobe_count(p.events), 1, "the epoch's end hands its events over");
 	memprof_block_freed(h2);
+	cr_assert_eq(usdt_uprobe_count(p.events), 1, "a death waits for the next batch");
+	memprof_probe_flush();
+	cr_assert_eq(usdt_uprobe_count(p.events), 2);
 	cr_assert_eq(usdt_uprobe_count(p.sample), 2);
-	cr_assert_eq(usdt_uprobe_count(p.promote), 1);
-	cr_assert_eq(usdt_uprobe_count(p.dealloc), 2);
+	cr_assert_eq(PROMOTES(p), 1);
+	cr_assert_eq(DEALLOCS(p), 2);
 	memprof_stats st;
 	memprof_get_stats(&st);
 	cr_assert_eq(st.tracked, 0);

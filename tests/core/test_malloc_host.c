@@ -185,7 +185,7 @@ static void *blocking_thread(void *arg)
 {
 	uint64_t h = 0;
 	(void)arg;
-	cr_assert_eq(memprof_track_malloc(0x5000, 99, 1, 1, &h), 0);
+	cr_assert_eq(memprof_track_malloc(0x5000, 99 * 8, 1, 1, &h), 0); /* 99 words */
 	/* Freed while its alloc callback ran: not tracked any more. */
 	cr_assert_eq(h, 0);
 	return NULL;

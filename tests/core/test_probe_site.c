@@ -25,7 +25,7 @@
 #include "usdt_uprobe.h"
 
 #define NT_STAPSDT 3
-#define N_PROBES 4
+#define N_PROBES 3
 #define GC_HITS 1000
 #define TRAMPOLINE_MAPPING "[uprobes-trampoline]"
 
@@ -34,8 +34,8 @@ static const unsigned char skip_red_zone[] = {0x48, 0x8d, 0x64, 0x24, 0x80};
 static const unsigned char nop5[] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
 static const unsigned char restore_red_zone[] = {0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00};
 
-static const char *const probe_names[N_PROBES] = {MEMPROF_PROBE_SAMPLE, MEMPROF_PROBE_PROMOTE,
-						  MEMPROF_PROBE_DEALLOC, MEMPROF_PROBE_GC};
+static const char *const probe_names[N_PROBES] = {MEMPROF_PROBE_SAMPLE, MEMPROF_PROBE_EVENTS,
+						  MEMPROF_PROBE_GC};
 
 struct site {
 	uint64_t pc, sem;

@@ -22,7 +22,8 @@ external install_c : unit -> unit = "memprof_probe_install"
 (* Values of memprof_probe_abi.h. *)
 let kind_minor = 0
 let kind_major = 1
-let max_stack = 64
+(* MEMPROF_PROBE_MAX_STACK + 1: the extra frame tells a cut stack. *)
+let max_stack = 129
 
 (* Owners, as in the stubs. *)
 let owner_idle = 0

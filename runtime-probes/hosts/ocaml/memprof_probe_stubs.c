@@ -90,8 +90,7 @@
 
 /* The kernel increments these (uprobe ref_ctr_offset) while a probe is attached. */
 unsigned short memprof_sample_semaphore __attribute__((section(".probes"), used));
-unsigned short memprof_promote_semaphore __attribute__((section(".probes"), used));
-unsigned short memprof_dealloc_semaphore __attribute__((section(".probes"), used));
+unsigned short memprof_events_semaphore __attribute__((section(".probes"), used));
 unsigned short memprof_gc_semaphore __attribute__((section(".probes"), used));
 
 __attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
@@ -120,8 +119,7 @@ static int tracer_up(void)
 static int any_semaphore_up(void)
 {
 	return PROBE_SEMAPHORE_UP(memprof_sample_semaphore) ||
-	       PROBE_SEMAPHORE_UP(memprof_promote_semaphore) ||
-	       PROBE_SEMAPHORE_UP(memprof_dealloc_semaphore) ||
+	       PROBE_SEMAPHORE_UP(memprof_events_semaphore) ||
 	       PROBE_SEMAPHORE_UP(memprof_gc_semaphore);
 }
 
@@ -340,7 +338,7 @@ static size_t callstack_pcs(value cs, uint64_t *out, size_t max)
  */
 CAMLprim value memprof_probe_sample(value alloc, value kind, value vrate)
 {
-	uint64_t stack[MEMPROF_PROBE_MAX_STACK];
+	uint64_t stack[MEMPROF_PROBE_MAX_STACK + 1];
 	uint64_t id, size, n, ks, sp, sl, inv_q16;
 	double inv, rate;
 
@@ -354,7 +352,13 @@ CAMLprim value memprof_probe_sample(value alloc, value kind, value vrate)
 	n = (uint64_t)Long_val(Field(alloc, 0));
 	size = (uint64_t)Long_val(Field(alloc, 1));
 	ks = MEMPROF_PROBE_KIND_SOURCE(Long_val(kind), Long_val(Field(alloc, 2)));
-	sl = callstack_pcs(Field(alloc, 3), stack, MEMPROF_PROBE_MAX_STACK);
+	/* One frame more than the probe takes tells a cut stack (the profile
+	 * asks Gc.Memprof for MEMPROF_PROBE_MAX_STACK + 1 frames). */
+	sl = callstack_pcs(Field(alloc, 3), stack, MEMPROF_PROBE_MAX_STACK + 1);
+	if (sl > MEMPROF_PROBE_MAX_STACK) {
+		sl = MEMPROF_PROBE_MAX_STACK;
+		ks |= MEMPROF_PROBE_F_STACK_CUT;
+	}
 	sp = (uint64_t)(uintptr_t)stack;
 	rate = Double_val(vrate) > 0 ? Double_val(vrate) : current_rate();
 	inv = rate > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / rate) : 0;
@@ -369,24 +373,58 @@ static int id_traced(uint64_t id)
 	return id && atomic_load(&tracer_seen) && id >= atomic_load(&first_id);
 }
 
-/* Fire memprof:promote; returns whether the tracer still follows the block. */
+/*
+ * Promotions and deaths go to the tracer in memprof:events batches: at the
+ * end of each minor collection (the callbacks of the one before ran
+ * since), when the buffer is full, and from the helper thread when events
+ * wait longer than POLL_MS.  The OCaml callbacks run with the runtime
+ * lock, the helper without it: the buffer has its own mutex.
+ */
+static struct probe_events events_queue;
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The probe's one site. */
+static __attribute__((noinline)) void events_flush_locked(void)
+{
+	probe_events_flush(&events_queue);
+}
+
+static void events_add(uint64_t id, unsigned what)
+{
+	pthread_mutex_lock(&events_lock);
+	if (probe_events_add(&events_queue, id, what))
+		events_flush_locked();
+	pthread_mutex_unlock(&events_lock);
+}
+
+static void events_flush(void)
+{
+	if (!events_queue.n)
+		return;
+	pthread_mutex_lock(&events_lock);
+	events_flush_locked();
+	pthread_mutex_unlock(&events_lock);
+}
+
+/* Queue a promote event; returns whether the tracer still follows the block. */
 CAMLprim value memprof_probe_promote(value vid)
 {
 	uint64_t id = (uint64_t)Long_val(vid);
 
 	if (!id_traced(id))
 		return Val_false;
-	if (PROBE_SEMAPHORE_UP(memprof_promote_semaphore) && probe_sites_armed())
-		DTRACE_PROBE1(memprof, promote, id);
+	events_add(id, MEMPROF_PROBE_EV_PROMOTE);
 	return Val_true;
 }
 
 CAMLprim value memprof_probe_dealloc(value vid, value vkind)
 {
-	uint64_t id = (uint64_t)Long_val(vid), k = (uint64_t)Long_val(vkind);
+	uint64_t id = (uint64_t)Long_val(vid);
 
-	if (id_traced(id) && PROBE_SEMAPHORE_UP(memprof_dealloc_semaphore) && probe_sites_armed())
-		DTRACE_PROBE2(memprof, dealloc, id, k);
+	if (id_traced(id))
+		events_add(id, Long_val(vkind) == MEMPROF_PROBE_KIND_MINOR
+				   ? MEMPROF_PROBE_EV_DEALLOC_MINOR
+				   : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 	return Val_unit;
 }
 
@@ -419,6 +457,8 @@ static void gc_minor_begin(void)
 
 static void gc_minor_end(void)
 {
+	/* The events of the collection before (whose callbacks ran since). */
+	events_flush();
 	fire_gc(MEMPROF_PROBE_GC_MINOR_END);
 	if (prev_minor_end)
 		prev_minor_end();
@@ -587,6 +627,13 @@ static void *helper_main(void *arg)
 		int up;
 
 		nanosleep(&pause, NULL);
+		if (probe_flush_requested()) {
+			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
+			events_flush();
+			probe_flush_served(request);
+		} else if (probe_events_stale(&events_queue, POLL_MS * 1000000ull)) {
+			events_flush();
+		}
 		up = tracer_up();
 		if (up != last) {
 			last = up;
@@ -741,6 +788,13 @@ static void *helper_main(void *arg)
 		int up;
 
 		nanosleep(&pause, NULL);
+		if (probe_flush_requested()) {
+			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
+			events_flush();
+			probe_flush_served(request);
+		} else if (probe_events_stale(&events_queue, POLL_MS * 1000000ull)) {
+			events_flush();
+		}
 		up = tracer_up();
 		if (up != atomic_load(&acked) && !atomic_load(&poll_requested)) {
 			atomic_store(&poll_requested, 1);
@@ -799,6 +853,8 @@ static void helper_start(void)
 static void fork_child(void)
 {
 	atomic_store(&helper_running, 0);
+	pthread_mutex_init(&events_lock, NULL);
+	events_queue.n = 0; /* the parent's events are the parent's */
 	fork_child_reset();
 	probe_sites_fork_child(any_semaphore_up());
 }
@@ -809,6 +865,7 @@ CAMLprim value memprof_probe_install(value unit)
 	if (atomic_exchange(&installed, 1))
 		return Val_unit;
 	pthread_atfork(NULL, NULL, fork_child);
+	atexit(events_flush); /* the deaths still queued reach the tracer */
 	gc_hooks_install();
 	helper_start();
 	return Val_unit;

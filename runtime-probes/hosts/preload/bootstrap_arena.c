@@ -13,6 +13,8 @@
 
 _Alignas(64) unsigned char bootstrap_arena[BOOTSTRAP_ARENA_BYTES];
 static atomic_size_t bootstrap_used;
+/* The free gate (preload.h), defined here: arena blocks hold it too. */
+_Atomic uint32_t preload_free_gate;
 
 void *bootstrap_alloc(size_t size, size_t align)
 {
@@ -42,10 +44,17 @@ void *bootstrap_alloc(size_t size, size_t align)
 	    &bootstrap_used, &old, end, memory_order_relaxed, memory_order_relaxed));
 	size_t *size_word = (size_t *)(void *)(bootstrap_arena + start - sizeof(size_t));
 	*size_word = size;
+	atomic_fetch_add_explicit(&preload_free_gate, 1, memory_order_relaxed);
 	return bootstrap_arena + start;
 }
 
 size_t bootstrap_block_size(const void *p)
 {
 	return ((const size_t *)p)[-1];
+}
+
+void bootstrap_release(const void *p)
+{
+	(void)p;
+	atomic_fetch_sub_explicit(&preload_free_gate, 1, memory_order_relaxed);
 }

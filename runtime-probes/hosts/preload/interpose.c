@@ -2,12 +2,14 @@
  * The malloc family, interposed.  Every function delegates to the next
  * allocator.  On the way:
  *
- *   allocation: words = ceil(bytes / 8) come off the thread's countdown;
+ *   allocation: the requested bytes come off the thread's countdown;
  *               while it stays positive that is all (one subtraction and
  *               one branch).  Otherwise the sampler decides how many sample
  *               points the block spans, and a sampled block is tracked.
- *   free:       one compare for the bootstrap arena, one filter load; only
- *               a nonzero filter counter (a sampled block, or a collision)
+ *   free:       one load of the free gate (preload.h): zero while no
+ *               sampled or arena block lives, the detached case.  Else one
+ *               compare for the bootstrap arena, one filter load; only a
+ *               nonzero filter counter (a sampled block, or a collision)
  *               looks the block up.
  *   realloc:    for tracking, a free of the old block and an allocation of
  *               the new one.
@@ -55,25 +57,29 @@ static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
 }
 
 static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum alloc_kind kind,
-						  size_t bytes, size_t align, size_t words)
+						  size_t bytes, size_t align)
 {
-	size_t n_samples = sampler_countdown_expired(t, words);
+	/* The fast path took the bytes off before it found the countdown spent. */
+	preload_untake(t, bytes);
+	size_t n_samples = sampler_countdown_expired(t, bytes);
 	void *p = next_alloc(kind, bytes, align);
 
 	if (n_samples && p)
-		sampler_track(t, p, words, n_samples, bytes);
+		sampler_track(t, p, n_samples, bytes);
 	return p;
 }
 
-/* The shared fast path; kind is a constant at every call. */
+/*
+ * The shared fast path; kind is a constant at every call.  The bytes come
+ * off the countdown first; while it stays positive that is all (else the
+ * slow path puts them back).
+ */
 static inline __attribute__((always_inline)) void *alloc(enum alloc_kind kind, size_t bytes,
 							 size_t align)
 {
 	struct preload_thread *t = &preload_self;
-	size_t words = preload_words(bytes);
 
-	if (PRELOAD_LIKELY(t->countdown > words)) {
-		t->countdown -= words;
+	if (PRELOAD_LIKELY(preload_take(t, bytes))) {
 		switch (kind) {
 		case ALLOC_CALLOC:
 			return next.calloc(1, bytes);
@@ -90,7 +96,7 @@ static inline __attribute__((always_inline)) void *alloc(enum alloc_kind kind, s
 			return next.malloc(bytes);
 		}
 	}
-	return alloc_slow(t, kind, bytes, align, words);
+	return alloc_slow(t, kind, bytes, align);
 }
 
 PRELOAD_EXPORT void *malloc(size_t size)
@@ -109,18 +115,24 @@ PRELOAD_EXPORT void *calloc(size_t n, size_t size)
 	return alloc(ALLOC_CALLOC, bytes, 0);
 }
 
-static __attribute__((noinline)) void free_slow(struct preload_thread *t, void *p)
+/* The free gate is up: p may be an arena block or a sampled one. */
+static __attribute__((noinline)) void free_checked(void *p)
 {
-	sampler_block_freed(t, p);
+	if (!p)
+		return;
+	if (bootstrap_owns(p)) {
+		bootstrap_release(p);
+		return;
+	}
+	if (sampled_blocks_may_contain(p))
+		sampler_block_freed(&preload_self, p);
 	next.free(p);
 }
 
 PRELOAD_EXPORT void free(void *p)
 {
-	if (!p || bootstrap_owns(p))
-		return;
-	if (PRELOAD_UNLIKELY(sampled_blocks_may_contain(p))) {
-		free_slow(&preload_self, p);
+	if (PRELOAD_UNLIKELY(atomic_load_explicit(&preload_free_gate, memory_order_relaxed))) {
+		free_checked(p);
 		return;
 	}
 	next.free(p);
@@ -135,8 +147,10 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 	if (bootstrap_owns(p)) {
 		size_t old = bootstrap_block_size(p);
 		void *q = alloc(ALLOC_MALLOC, size, 0);
-		if (q)
+		if (q) {
 			memcpy(q, p, old < size ? old : size);
+			bootstrap_release(p);
+		}
 		return q;
 	}
 	if (size == 0) {
@@ -148,12 +162,11 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 	if (PRELOAD_UNLIKELY(sampled_blocks_may_contain(p)))
 		handle = sampled_blocks_remove(p);
 
-	size_t words = preload_words(size);
 	size_t n_samples = 0;
-	if (PRELOAD_LIKELY(t->countdown > words))
-		t->countdown -= words;
-	else
-		n_samples = sampler_countdown_expired(t, words);
+	if (PRELOAD_UNLIKELY(!preload_take(t, size))) {
+		preload_untake(t, size);
+		n_samples = sampler_countdown_expired(t, size);
+	}
 
 	void *q = next.realloc(p, size);
 	if (!q) {
@@ -165,7 +178,7 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 	if (handle)
 		sampler_handle_freed(t, handle);
 	if (n_samples)
-		sampler_track(t, q, words, n_samples, size);
+		sampler_track(t, q, n_samples, size);
 	return q;
 }
 

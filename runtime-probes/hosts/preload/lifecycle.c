@@ -20,9 +20,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "memprof_host.h"
+#include "memprof_probes.h"
 #include "preload.h"
 
 enum init_state { INIT_NONE, INIT_RUNNING, INIT_DONE };
@@ -194,15 +196,51 @@ void preload_init(void)
 	}
 }
 
+/*
+ * MEMPROF_WAIT_TRACER_MS=N: the program starts only once a tracer turned
+ * sampling on (or after N ms), so a short program is profiled from its
+ * first allocation (`memprof-bpf attach` finds the preload mapped and
+ * waiting).  Sleeping, not spinning.
+ */
+static void wait_for_tracer(void)
+{
+	const char *s = getenv(PRELOAD_ENV_WAIT_TRACER);
+	struct preload_thread *t = &preload_self;
+	const struct timespec pause = {0, 1000000};
+	char *end;
+
+	if (!s || !*s || !preload_profiler_usable())
+		return;
+	unsigned long ms = strtoul(s, &end, 10);
+	for (unsigned long i = 0; !*end && i < ms; i++) {
+		preload_enter_core(t);
+		double rate = memprof_current_rate();
+		preload_leave_core(t);
+		if (rate > 0)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	sampler_force_poll(t);
+}
+
 __attribute__((constructor)) static void preload_constructor(void)
 {
 	preload_init();
+	wait_for_tracer();
 }
 
 /* Process exit: destructors of other objects may still allocate; from here
  * on they are served without the core. */
 __attribute__((destructor)) static void preload_destructor(void)
 {
+	struct preload_thread *t = &preload_self;
+
+	/* The tracer gets the deaths still queued (memprof:events). */
+	if (preload_profiler_usable() && !t->exited) {
+		preload_enter_core(t);
+		memprof_probe_flush();
+		preload_leave_core(t);
+	}
 	atomic_store_explicit(&preload_exiting, 1, memory_order_relaxed);
 }
 

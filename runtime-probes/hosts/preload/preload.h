@@ -25,13 +25,18 @@
 #include <stdint.h>
 
 #define PRELOAD_EXPORT __attribute__((visibility("default")))
+/* Hidden data is addressed RIP-relative (one instruction), not through the GOT. */
+#define PRELOAD_HIDDEN __attribute__((visibility("hidden")))
 #define PRELOAD_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PRELOAD_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- Tuning knobs ---- */
 
-/* While not sampling, a thread polls for a tracer or a profile this often. */
+/* A thread's slow path runs at least this often while sampling. */
 #define PRELOAD_POLL_BYTES ((size_t)1 << 20)
+/* While not sampling, a thread polls for a tracer or a profile this often
+ * (and ends epochs no later: nothing young is sampled meanwhile). */
+#define PRELOAD_IDLE_POLL_BYTES ((size_t)2 << 20)
 /* A thread reports its allocated bytes at least this many times per epoch. */
 #define PRELOAD_EPOCH_CHECKS 4
 /* Default young epoch: the reference runtime's minor heap, 256 Ki words. */
@@ -41,12 +46,8 @@
 /* Environment variables. */
 #define PRELOAD_ENV_YOUNG_EPOCH "MEMPROF_YOUNG_EPOCH_BYTES"
 #define PRELOAD_ENV_MAJOR_THRESHOLD "MEMPROF_MAJOR_THRESHOLD_BYTES"
-
-/* Words of a request of `bytes` bytes: ceil(bytes / 8), without overflow. */
-static inline size_t preload_words(size_t bytes)
-{
-	return (bytes >> 3) + ((bytes & 7) != 0);
-}
+/* At start-up, wait up to this many milliseconds for a tracer (0: do not wait). */
+#define PRELOAD_ENV_WAIT_TRACER "MEMPROF_WAIT_TRACER_MS"
 
 /* ---- Bootstrap arena (bootstrap_arena.c) ---- */
 
@@ -59,6 +60,8 @@ extern unsigned char bootstrap_arena[BOOTSTRAP_ARENA_BYTES];
 void *bootstrap_alloc(size_t size, size_t align);
 /* Requested size of an arena block. */
 size_t bootstrap_block_size(const void *p);
+/* The program freed (or reallocated) arena block p: it no longer holds the free gate. */
+void bootstrap_release(const void *p);
 /* Does p point into the arena?  One subtraction and one compare. */
 static inline int bootstrap_owns(const void *p)
 {
@@ -79,7 +82,7 @@ struct next_allocator {
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
 };
-extern struct next_allocator next;
+extern PRELOAD_HIDDEN struct next_allocator next;
 /*
  * Look the next allocator up.  0, or -1 after one line on stderr.
  * Preloaded (or linked before libc), ours is the first malloc in the global
@@ -129,10 +132,22 @@ void *preload_valloc(size_t size);
 void *preload_pvalloc(size_t size);
 size_t preload_malloc_usable_size(void *p);
 
+/* ---- The free gate (sampled_blocks.c) ---- */
+
+/*
+ * Nonzero while some block needs a look at free: sampled blocks alive, or
+ * bootstrap-arena blocks not yet freed.  While it is zero (nothing was
+ * ever sampled, or every sampled block died: the detached case) free is
+ * one load, one branch and the jump to the next allocator's free.  It is
+ * raised before such a block reaches the program and lowered after it is
+ * gone, as the filter below, so a free never misses one.
+ */
+extern PRELOAD_HIDDEN _Atomic uint32_t preload_free_gate;
+
 /* ---- Sampled blocks (sampled_blocks.c) ---- */
 
 #define SAMPLED_FILTER_BITS 16
-extern _Atomic uint32_t sampled_filter[(size_t)1 << SAMPLED_FILTER_BITS];
+extern PRELOAD_HIDDEN _Atomic uint32_t sampled_filter[(size_t)1 << SAMPLED_FILTER_BITS];
 
 static inline size_t sampled_filter_index(const void *p)
 {
@@ -157,10 +172,13 @@ void sampled_blocks_reinit_locks(void);
 /* ---- Per-thread sampling state (sampler.c) ---- */
 
 struct preload_thread {
-	size_t countdown;	  /* words before the next slow path (fast path: > w) */
-	size_t armed;		  /* countdown when last armed: armed - countdown words
+	size_t budget;		  /* countdown - 1 (mod 2^64): bytes before the next
+				     slow path, less one; the fast path takes b while
+				     budget - b stays >= 0 as a signed number (a
+				     countdown of 0 is SIZE_MAX: always slow) */
+	size_t armed;		  /* countdown when last armed: armed - countdown bytes
 				     were allocated since */
-	size_t sample_after;	  /* words from the end of the countdown to the next
+	size_t sample_after;	  /* bytes from the end of the countdown to the next
 				     sample point (sampling only) */
 	double rate;		  /* rate the sample point was drawn at, 0: polling */
 	size_t saved_countdown;	  /* countdown while inside the profiler */
@@ -171,6 +189,35 @@ struct preload_thread {
 };
 extern __thread struct preload_thread preload_self __attribute__((tls_model("initial-exec")));
 
+/* The countdown: bytes before the next slow path (the fast path: > b). */
+static inline size_t preload_countdown(const struct preload_thread *t)
+{
+	return t->budget + 1;
+}
+static inline void preload_set_countdown(struct preload_thread *t, size_t c)
+{
+	t->budget = c - 1;
+}
+
+/*
+ * The fast path's test: take `bytes` off the budget; 1 if it stays
+ * non-negative (the countdown was above bytes), else 0 with the budget
+ * left for the slow path to restore (preload_untake).  One subtraction, one
+ * store, one sign branch.  A request above 2^63 bytes (which fails) may
+ * pass it and leave the countdown higher by 2^64 - bytes.
+ */
+static inline int preload_take(struct preload_thread *t, size_t bytes)
+{
+	size_t left = t->budget - bytes;
+
+	t->budget = left;
+	return (intptr_t)left >= 0;
+}
+static inline void preload_untake(struct preload_thread *t, size_t bytes)
+{
+	t->budget += bytes;
+}
+
 /*
  * Enter / leave the profiler on this thread: allocations in between are
  * not sampled and do not advance the countdown.
@@ -178,14 +225,14 @@ extern __thread struct preload_thread preload_self __attribute__((tls_model("ini
 static inline void preload_enter(struct preload_thread *t)
 {
 	if (t->inside++ == 0) {
-		t->saved_countdown = t->countdown;
-		t->countdown = 0;
+		t->saved_countdown = preload_countdown(t);
+		preload_set_countdown(t, 0);
 	}
 }
 static inline void preload_leave(struct preload_thread *t)
 {
 	if (--t->inside == 0)
-		t->countdown = t->saved_countdown;
+		preload_set_countdown(t, t->saved_countdown);
 }
 
 /*
@@ -210,13 +257,13 @@ static inline void preload_leave_core(struct preload_thread *t)
 }
 
 /*
- * The countdown ran out on an allocation of `words` words: account the
- * words, end epochs, poll the core, and return how many sample points fall
+ * The countdown ran out on an allocation of `bytes` bytes: account the
+ * bytes, end epochs, poll the core, and return how many sample points fall
  * in this block (0: not sampled).  Re-arms the countdown.
  */
-size_t sampler_countdown_expired(struct preload_thread *t, size_t words);
-/* Track block p (sampled n_samples times) with the core. */
-void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_samples, size_t bytes);
+size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes);
+/* Track block p of `bytes` requested bytes (sampled n_samples times) with the core. */
+void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t bytes);
 /* Block p is being freed: report it if it was sampled. */
 void sampler_block_freed(struct preload_thread *t, const void *p);
 /* Report the death of a block already removed from sampled_blocks. */

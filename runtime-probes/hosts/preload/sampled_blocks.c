@@ -75,6 +75,7 @@ int sampled_blocks_insert(const void *p, uint64_t h)
 	} else if (idmap_insert(&s->map, addr, h) != 0) {
 		rc = -1;
 	} else {
+		atomic_fetch_add_explicit(&preload_free_gate, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&sampled_filter[sampled_filter_index(p)], 1,
 					  memory_order_relaxed);
 	}
@@ -89,9 +90,11 @@ uint64_t sampled_blocks_remove(const void *p)
 	uint64_t h = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (idmap_remove(&s->map, addr, &h))
+	if (idmap_remove(&s->map, addr, &h)) {
 		atomic_fetch_sub_explicit(&sampled_filter[sampled_filter_index(p)], 1,
 					  memory_order_relaxed);
+		atomic_fetch_sub_explicit(&preload_free_gate, 1, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return h;
 }

@@ -1,20 +1,21 @@
 /*
- * The sampler: a per-thread countdown of words, the Poisson draws, and the
+ * The sampler: a per-thread countdown of bytes, the Poisson draws, and the
  * young epochs.
  *
- * Each thread sees its allocations as a stream of words (a block of b bytes
- * is ceil(b / 8) words).  Sample points fall on that stream as a Poisson
- * process of rate lambda (geometric gaps drawn by the core), and a block
- * gets one sample per point it spans.  The fast path only subtracts the
- * block's words from `countdown` while it stays positive; the countdown
+ * Each thread sees its allocations as a stream of requested bytes.  Sample
+ * points fall on that stream as a Poisson process of rate lambda / 8 per
+ * byte (lambda being the rate per word in force; geometric gaps drawn by
+ * the core), and a block gets one sample per point it spans, so estimates
+ * in bytes are exact in expectation whatever the size.  The fast path only
+ * subtracts the block's bytes from `countdown` while it stays positive; the countdown
  * covers at most the distance to the next sample point, and at most a
  * check interval, so the slow path runs at least every check interval to
  * account bytes, end epochs and poll the core (a tracer may have attached).
  *
- * Epochs: the process allocates a shared count of words; each time it
+ * Epochs: the process allocates a shared count of bytes; each time it
  * crosses a multiple of the young epoch, the epoch ends (memprof_epoch_end)
  * and the young tracked blocks still alive are promoted.  Threads add their
- * words to the count on their slow paths, so epoch ends are seen within one
+ * bytes to the count on their slow paths, so epoch ends are seen within one
  * check interval per thread.
  */
 #include <stdint.h>
@@ -22,47 +23,48 @@
 #include "memprof_host.h"
 #include "preload.h"
 
-__thread struct preload_thread preload_self __attribute__((tls_model("initial-exec")));
+/* A countdown of 0 (budget SIZE_MAX): a new thread's first allocation takes the slow path. */
+__thread struct preload_thread preload_self
+    __attribute__((tls_model("initial-exec"))) = {.budget = SIZE_MAX};
 
-static size_t epoch_words = PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES / 8;
+static size_t epoch_bytes = PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES;
 static size_t major_threshold_bytes = PRELOAD_DEFAULT_MAJOR_THRESHOLD_BYTES;
-static size_t check_words = PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES / 8 / PRELOAD_EPOCH_CHECKS;
-static atomic_uint_fast64_t words_allocated;
+static size_t check_bytes = PRELOAD_DEFAULT_YOUNG_EPOCH_BYTES / PRELOAD_EPOCH_CHECKS;
+static atomic_uint_fast64_t bytes_allocated;
 
 void sampler_configure(size_t young_epoch_bytes, size_t major_threshold)
 {
-	epoch_words = preload_words(young_epoch_bytes);
-	if (epoch_words == 0)
-		epoch_words = 1;
+	epoch_bytes = young_epoch_bytes ? young_epoch_bytes : 1;
 	major_threshold_bytes = major_threshold;
-	check_words = epoch_words / PRELOAD_EPOCH_CHECKS;
-	if (check_words > PRELOAD_POLL_BYTES / 8)
-		check_words = PRELOAD_POLL_BYTES / 8;
-	if (check_words == 0)
-		check_words = 1;
+	check_bytes = epoch_bytes / PRELOAD_EPOCH_CHECKS;
+	if (check_bytes > PRELOAD_POLL_BYTES)
+		check_bytes = PRELOAD_POLL_BYTES;
+	if (check_bytes == 0)
+		check_bytes = 1;
 }
 
-/* Add words to the process count; end the young epoch on crossing one. */
-static void epochs_account(size_t words)
+/* Add bytes to the process count; end the young epoch on crossing one. */
+static void epochs_account(size_t bytes)
 {
-	uint64_t before = atomic_fetch_add_explicit(&words_allocated, words, memory_order_relaxed);
+	uint64_t before = atomic_fetch_add_explicit(&bytes_allocated, bytes, memory_order_relaxed);
 
-	if ((before + words) / epoch_words != before / epoch_words)
+	if ((before + bytes) / epoch_bytes != before / epoch_bytes)
 		memprof_epoch_end();
 }
 
-/* Arm the countdown: the next sample point is `rest` words away. */
+/* Arm the countdown: the next sample point is `rest` bytes away. */
 static void countdown_arm(struct preload_thread *t, size_t rest, double rate)
 {
-	size_t c = rest < check_words ? rest : check_words;
+	size_t check = rate > 0 ? check_bytes : PRELOAD_IDLE_POLL_BYTES;
+	size_t c = rest < check ? rest : check;
 
-	t->countdown = c;
+	preload_set_countdown(t, c);
 	t->armed = c;
 	t->sample_after = rate > 0 ? rest - c : 0;
 	t->rate = rate;
 }
 
-size_t sampler_countdown_expired(struct preload_thread *t, size_t words)
+size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes)
 {
 	if (t->inside || t->exited)
 		return 0;
@@ -75,8 +77,8 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t words)
 	if (PRELOAD_UNLIKELY(!t->registered))
 		preload_register_thread(t);
 
-	size_t consumed = t->armed - t->countdown + words;
-	size_t point = t->countdown + t->sample_after;
+	size_t consumed = t->armed - preload_countdown(t) + bytes;
+	size_t point = preload_countdown(t) + t->sample_after;
 	double old_rate = t->rate;
 	size_t n_samples = 0;
 	size_t rest = SIZE_MAX;
@@ -88,12 +90,12 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t words)
 	double rate = memprof_current_rate();
 	if (rate > 0) {
 		if (rate != old_rate)
-			point = memprof_draw_gap();
-		if (point <= words) {
-			n_samples = 1 + memprof_draw_binomial(words - point);
-			rest = memprof_draw_gap();
+			point = memprof_draw_gap_bytes();
+		if (point <= bytes) {
+			n_samples = 1 + memprof_draw_binomial_bytes(bytes - point);
+			rest = memprof_draw_gap_bytes();
 		} else {
-			rest = point - words;
+			rest = point - bytes;
 		}
 	}
 	preload_leave_core(t);
@@ -101,13 +103,13 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t words)
 	return n_samples;
 }
 
-void sampler_track(struct preload_thread *t, void *p, size_t words, size_t n_samples, size_t bytes)
+void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t bytes)
 {
 	uint64_t handle = 0;
 
 	preload_enter_core(t);
 	/* The alloc callback's error has nowhere to go: the block stays. */
-	(void)memprof_track_malloc((memprof_value)p, words, n_samples,
+	(void)memprof_track_malloc((memprof_value)p, bytes, n_samples,
 				   bytes >= major_threshold_bytes, &handle);
 	if (handle && sampled_blocks_insert(p, handle) != 0) {
 		/* No room to remember it: end its tracking now rather than leak it. */
@@ -135,13 +137,13 @@ void sampler_block_freed(struct preload_thread *t, const void *p)
 
 void sampler_force_poll(struct preload_thread *t)
 {
-	/* Keep the words allocated since arming, drop the pending sample point. */
+	/* Keep the bytes allocated since arming, drop the pending sample point. */
 	if (t->inside) {
 		t->armed -= t->saved_countdown;
 		t->saved_countdown = 0;
 	} else {
-		t->armed -= t->countdown;
-		t->countdown = 0;
+		t->armed -= preload_countdown(t);
+		preload_set_countdown(t, 0);
 	}
 	t->sample_after = 0;
 	t->rate = 0;

@@ -1,7 +1,9 @@
 /*
  * attach-trigger: a small deterministic memprof host for the attach tests.
  *
- * It fires the memprof USDT probes exactly per memprof_probe_abi.h, behind
+ * It fires the memprof USDT probes exactly per memprof_probe_abi.h (ABI 2:
+ * promotions and deaths in memprof:events batches, one or more per
+ * collection), behind
  * their semaphores, exports memprof_probe_control and obeys the attach
  * protocol: it samples only while the sample semaphore is up, at the rate
  * the tracer requested, and forgets its tracked blocks when it drops.
@@ -54,8 +56,7 @@
 #define TRIGGER_EPOCH_PAUSE_NS 200000
 
 unsigned short memprof_sample_semaphore __attribute__((section(".probes")));
-unsigned short memprof_promote_semaphore __attribute__((section(".probes")));
-unsigned short memprof_dealloc_semaphore __attribute__((section(".probes")));
+unsigned short memprof_events_semaphore __attribute__((section(".probes")));
 
 __attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
     .magic = MEMPROF_PROBE_CONTROL_MAGIC,
@@ -123,7 +124,11 @@ static void poll_tracer(void)
 		sampling = 1;
 		ctl->active_rate = rate;
 		ctl->flags |= MEMPROF_PROBE_F_TRACER;
-	} else if (!*sem && sampling) {
+	}
+	/* Its events go at each collection: nothing is queued here. */
+	if (ctl->flush_request != ctl->flushed)
+		ctl->flushed = ctl->flush_request;
+	if (!*sem && sampling) {
 		sampling = 0;
 		ctl->active_rate = 0;
 		ctl->flags &= ~MEMPROF_PROBE_F_TRACER;
@@ -202,14 +207,41 @@ __attribute__((noinline)) void site_major_blocks(void)
 	alloc_block(SITE_MAJOR);
 }
 
+/* Promotions and deaths, handed over in batches (memprof:events). */
+static uint64_t events[2 * MEMPROF_PROBE_EVENTS_MAX]; /* (event, CLOCK_MONOTONIC ns) */
+static uint64_t n_events;
+
+static void events_flush(void)
+{
+	if (n_events && memprof_events_semaphore)
+		STAP_PROBE2(memprof, events, (uintptr_t)events, n_events);
+	n_events = 0;
+}
+
+static void event(const struct tracked *t, unsigned what)
+{
+	if (!memprof_events_semaphore)
+		return;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	events[2 * n_events] = MEMPROF_PROBE_EVENT(t->id, what);
+	events[2 * n_events + 1] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	n_events++;
+	if (n_events == MEMPROF_PROBE_EVENTS_MAX)
+		events_flush();
+}
+
 static void dealloc(const struct tracked *t, unsigned kind)
 {
-	if (memprof_dealloc_semaphore)
-		STAP_PROBE2(memprof, dealloc, t->id, (uint64_t)kind);
+	event(t, kind == MEMPROF_PROBE_KIND_MINOR ? MEMPROF_PROBE_EV_DEALLOC_MINOR
+						  : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 }
 
 /* One collection: short blocks die young, the others are promoted, old
- * medium and major blocks die after TRIGGER_OLD_EPOCHS (all if full). */
+ * medium and major blocks die after TRIGGER_OLD_EPOCHS (all if full).  Its
+ * events go in batches of at most MEMPROF_PROBE_EVENTS_MAX, the last at
+ * its end. */
 static void collect(int full)
 {
 	size_t kept = 0;
@@ -223,8 +255,7 @@ static void collect(int full)
 		}
 		if (!t.old) {
 			t.old = 1;
-			if (memprof_promote_semaphore)
-				STAP_PROBE1(memprof, promote, t.id);
+			event(&t, MEMPROF_PROBE_EV_PROMOTE);
 		} else if (t.site != SITE_LONG && (full || ++t.age >= TRIGGER_OLD_EPOCHS)) {
 			dealloc(&t, MEMPROF_PROBE_KIND_MAJOR);
 			continue;
@@ -232,6 +263,7 @@ static void collect(int full)
 		tracked[kept++] = t;
 	}
 	n_tracked = kept;
+	events_flush();
 }
 
 static double now_s(void)

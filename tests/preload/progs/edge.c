@@ -101,7 +101,8 @@ int main(int argc, char **argv)
 	if (sampled) {
 		memprof_stop();
 		check("order_ok", tracker_counts.order_errors == 0);
-		check("saw_samples", tracker_counts.alloc_minor > 10);
+		/* Rate 1 per word, 1/8 per byte: small blocks may go unsampled. */
+		check("saw_samples", tracker_counts.alloc_minor > 3);
 		check("all_dead", tracker_live(0) == 0);
 	}
 	return 0;

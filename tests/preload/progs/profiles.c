@@ -14,7 +14,7 @@
 #include "memprof.h"
 
 #define BLOCKS 200
-#define BLOCK_BYTES 64
+#define BLOCK_BYTES 512 /* sampled at 1/8 per byte (rate 1): missed with probability (7/8)^512 */
 /* Allocated after a discard: several young epochs (the test sets small
  * ones), so that promotions would come for blocks still tracked. */
 #define CHURN_BLOCKS 4000

@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	void *slot[128] = {0};
-	unsigned long long words = 0;
+	unsigned long long words = 0, bytes = 0;
 	uint64_t rng = 88172645463325252ull;
 
 	tracker_tag = 1;
@@ -38,12 +38,14 @@ int main(int argc, char **argv)
 		free(slot[k]);
 		slot[k] = malloc(size);
 		words += (size + 7) / 8;
+		bytes += size;
 	}
 	tracker_tag = 0;
 	for (size_t k = 0; k < 128; k++)
 		free(slot[k]);
 	memprof_stop();
 	printf("words=%llu\n", words);
+	printf("bytes=%llu\n", bytes);
 	printf("samples=%llu\n", (unsigned long long)tracker_counts.samples[1]);
 	printf("blocks=%llu\n",
 	       (unsigned long long)(tracker_counts.alloc_minor + tracker_counts.alloc_major));

@@ -25,7 +25,9 @@ static void note(const char *what, long a)
 static int on_alloc(void *arg, const memprof_allocation *info, memprof_value *out)
 {
 	(void)arg;
-	note(info->n_samples == info->size ? "alloc:" : "inexact:", (long)info->size);
+	/* Rate 1 per word is 1/8 per byte: at most one sample per requested byte. */
+	note(info->n_samples >= 1 && info->n_samples <= 8 * info->size ? "alloc:" : "inexact:",
+	     (long)info->size);
 	*out = (memprof_value)next_record++;
 	return 0;
 }
@@ -58,13 +60,15 @@ int main(void)
 	if (memprof_start(1.0, 0, &tracker) != 0)
 		return 1;
 	volatile size_t half = SIZE_MAX / 2;
-	char *p = malloc(100);	    /* #1, 13 words */
+	/* Sampled at 1/8 per byte, these sizes are missed with probability
+	 * (7/8)^200 = 2.6e-12 at most. */
+	char *p = malloc(200);	    /* #1, 25 words */
 	char *q = realloc(p, 1000); /* #1 dies, #2: 125 words */
 	char *volatile kept = q;
-	char *r = realloc(q, half);  /* fails: nothing */
-	char *s = realloc(NULL, 40); /* #3, 5 words */
-	char *t = realloc(s, 0);     /* #3 dies */
-	free(kept);		     /* #2 dies */
+	char *r = realloc(q, half);   /* fails: nothing */
+	char *s = realloc(NULL, 400); /* #3, 50 words */
+	char *t = realloc(s, 0);      /* #3 dies */
+	free(kept);		      /* #2 dies */
 	memprof_stop();
 	printf("failed=%d zero=%d\n", r == NULL, t == NULL);
 	printf("events=");

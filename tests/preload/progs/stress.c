@@ -28,7 +28,7 @@ static int ops_per_thread;
 struct worker {
 	pthread_t thread;
 	uint64_t rng;
-	unsigned long long words; /* allocated, by our count */
+	unsigned long long bytes; /* allocated (requested), by our count */
 	unsigned long long kept;  /* blocks left alive at the end */
 };
 
@@ -38,11 +38,6 @@ static uint64_t next_rand(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
-}
-
-static size_t words_of(size_t bytes)
-{
-	return (bytes + 7) / 8;
 }
 
 static size_t random_size(uint64_t *rng)
@@ -75,32 +70,32 @@ static void *worker_main(void *arg)
 		case 2:
 			p = calloc(1 + size % 7, 1 + size / 7);
 			if (p)
-				w->words += words_of((1 + size % 7) * (1 + size / 7));
+				w->bytes += ((1 + size % 7) * (1 + size / 7));
 			break;
 		case 3:
 			if (!slot[k])
 				break;
 			p = realloc(slot[k], size);
 			if (p) {
-				w->words += words_of(size);
+				w->bytes += (size);
 				slot[k] = p;
 				p = NULL;
 			}
 			break;
 		case 4:
 			if (posix_memalign(&p, 64, size) == 0)
-				w->words += words_of(size);
+				w->bytes += (size);
 			break;
 		case 5:
 			p = aligned_alloc(32, (size + 31) & ~(size_t)31);
 			if (p)
-				w->words += words_of((size + 31) & ~(size_t)31);
+				w->bytes += ((size + 31) & ~(size_t)31);
 			break;
 		case 6: {
 			/* Hand a block to whichever thread takes this exchange slot. */
 			void *mine = malloc(size);
 			if (mine)
-				w->words += words_of(size);
+				w->bytes += (size);
 			void *theirs = atomic_exchange(&exchange[(r >> 24) % EXCHANGE], mine);
 			free(theirs);
 			break;
@@ -108,7 +103,7 @@ static void *worker_main(void *arg)
 		default:
 			p = malloc(size);
 			if (p)
-				w->words += words_of(size);
+				w->bytes += (size);
 			break;
 		}
 		if (p) {
@@ -145,10 +140,10 @@ int main(int argc, char **argv)
 		workers[i].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 		pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
 	}
-	unsigned long long words = 0, kept = 0;
+	unsigned long long bytes = 0, kept = 0;
 	for (int i = 0; i < threads; i++) {
 		pthread_join(workers[i].thread, NULL);
-		words += workers[i].words;
+		bytes += workers[i].bytes;
 		kept += workers[i].kept;
 	}
 	for (size_t k = 0; k < EXCHANGE; k++)
@@ -156,7 +151,7 @@ int main(int argc, char **argv)
 	memprof_stop();
 
 	struct tracker_counts *c = &tracker_counts;
-	printf("words=%llu\n", words);
+	printf("bytes=%llu\n", bytes);
 	printf("samples=%llu\n", (unsigned long long)c->samples[WORKER_TAG]);
 	printf("sampled_words=%llu\n", (unsigned long long)c->words[WORKER_TAG]);
 	printf("kept=%llu\n", kept);

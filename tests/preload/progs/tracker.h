@@ -33,7 +33,8 @@ struct tracker_counts {
 	atomic_ullong alloc_minor, alloc_major, promote, dealloc_minor, dealloc_major;
 	atomic_ullong samples[TRACKER_TAGS]; /* sum of n_samples per tag */
 	atomic_ullong words[TRACKER_TAGS];   /* sum of sizes per tag */
-	atomic_ullong not_exact;	     /* n_samples != size (rate 1 only) */
+	atomic_ullong not_exact;	     /* n_samples > 8 * size (rate 1 only): more
+						samples than requested bytes */
 	atomic_ullong order_errors;	     /* a callback that should not come */
 };
 
@@ -42,7 +43,8 @@ static _Atomic(struct record *) tracker_all;
 /* volatile: the compiler assumes malloc reads no program memory, and
  * would otherwise drop a store to the tag made just before a malloc. */
 static _Thread_local volatile int tracker_tag;
-static int tracker_exact; /* rate 1: n_samples must equal size */
+/* rate 1 (1/8 per byte): at most one sample per requested byte */
+static int tracker_exact;
 
 static struct record *tracker_new(const memprof_allocation *info, enum record_state st)
 {
@@ -59,7 +61,7 @@ static struct record *tracker_new(const memprof_allocation *info, enum record_st
 		;
 	atomic_fetch_add(&tracker_counts.samples[r->tag], info->n_samples);
 	atomic_fetch_add(&tracker_counts.words[r->tag], info->size);
-	if (tracker_exact && info->n_samples != info->size)
+	if (tracker_exact && info->n_samples > 8 * info->size)
 		atomic_fetch_add(&tracker_counts.not_exact, 1);
 	if (info->n_samples == 0 || info->id == 0)
 		atomic_fetch_add(&tracker_counts.order_errors, 1);
