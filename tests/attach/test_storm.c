@@ -111,6 +111,7 @@ Test(standing, attach_detach_storm_on_a_multithreaded_target, .init = setup, .ti
 	char ready[256], tout[256], out[256], pid[16], preload[512];
 	long rss0 = 0, rss1;
 	int fds0 = 0, fds1, failed = 0, n_bpf;
+	double samples = 0;
 	double v;
 	pid_t t;
 
@@ -131,12 +132,15 @@ Test(standing, attach_detach_storm_on_a_multithreaded_target, .init = setup, .ti
 
 		if (rc != EXIT_OK && !failed++)
 			cr_expect_eq(rc, EXIT_OK, "cycle %d: %s", c, read_file(err));
+		/* One 0.1 s cycle may see no sample on a loaded machine; the storm
+		 * as a whole must. */
+		if (loader_stat(err, "samples") > 0)
+			samples += loader_stat(err, "samples");
 		if (c == 0) {
 			cr_expect_eq(bpf_objects_settled(t), 0, "BPF objects left after one cycle");
 			/* After the first cycle: the preload's table exists. */
 			fds0 = fd_count(t);
 			rss0 = rss_kb(t);
-			cr_expect_gt(loader_stat(err, "samples"), 0, "the storm samples nothing");
 		}
 	}
 	fds1 = fd_count(t);
@@ -146,6 +150,7 @@ Test(standing, attach_detach_storm_on_a_multithreaded_target, .init = setup, .ti
 		    "left %d",
 		    STORM_CYCLES, fds0, fds1, rss0, rss1, n_bpf);
 	cr_expect_eq(failed, 0, "%d cycles failed", failed);
+	cr_expect_gt(samples, 0, "the storm samples nothing");
 	cr_expect_eq(fds1, fds0, "the target's fds grew");
 	cr_expect_lt(rss1 - rss0, RSS_SLACK_KB, "the target's RSS grew");
 	cr_expect_eq(n_bpf, 0, "BPF objects left for the target");
