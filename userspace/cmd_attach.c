@@ -108,25 +108,10 @@ static void usage(FILE *f)
 
 static int parse(int argc, char **argv, struct attach_opts *o)
 {
-	int c;
+	int rc = attach_opts_parse(o, argc, argv, short_opts, long_opts, usage);
 
-	attach_opts_init(o);
-	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
-		int rc;
-
-		if (c == 'h') {
-			usage(stdout);
-			exit(EXIT_OK);
-		}
-		if (c == '?' || c == ':')
-			return cli_getopt_error(c, argv, long_opts);
-		rc = attach_opts_set(o, c, optarg);
-		if (rc < 0)
-			return EXIT_USAGE;
-		if (rc > 0)
-			return cli_getopt_error('?', argv, long_opts);
-	}
+	if (rc != EXIT_OK)
+		return rc;
 	if (optind >= argc)
 		return cli_die(EXIT_USAGE, "attach needs a PID (see memprof-bpf attach --help)");
 	if (attach_opts_pids(o, argc, argv, SESSION_MAX_PIDS))

@@ -136,6 +136,31 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 	}
 }
 
+int attach_opts_parse(struct attach_opts *o, int argc, char **argv, const char *short_opts,
+		      const struct option *long_opts, void (*usage)(FILE *))
+{
+	int c;
+
+	attach_opts_init(o);
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+		int rc;
+
+		if (c == 'h') {
+			usage(stdout);
+			exit(EXIT_OK);
+		}
+		if (c == '?' || c == ':')
+			return cli_getopt_error(c, argv, long_opts);
+		rc = attach_opts_set(o, c, optarg);
+		if (rc < 0)
+			return EXIT_USAGE;
+		if (rc > 0)
+			return cli_getopt_error('?', argv, long_opts);
+	}
+	return EXIT_OK;
+}
+
 int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int max)
 {
 	for (int i = optind; i < argc; i++) {

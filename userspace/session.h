@@ -53,6 +53,13 @@ void attach_opts_init(struct attach_opts *o);
  */
 int attach_opts_set(struct attach_opts *o, int c, const char *arg);
 /* The operands: PIDs.  0, or -1 after a message. */
+/*
+ * The options of a command's argv with getopt_long, through
+ * attach_opts_set; --help prints usage to stdout and exits 0.  EXIT_OK, or
+ * EXIT_USAGE after a one-line message.  The operands start at optind.
+ */
+int attach_opts_parse(struct attach_opts *o, int argc, char **argv, const char *short_opts,
+		      const struct option *long_opts, void (*usage)(FILE *));
 int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int max);
 
 struct traced {
