@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lifetimes.h"
+#include "xml.h"
 
 #define WIDTH 1200
 #define PAD_X 10
@@ -66,29 +67,6 @@ static struct node *child_of(struct node *parent, const char *name)
 	n->next = *link;
 	*link = n;
 	return n;
-}
-
-static void xml_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20 || *s == '\t')
-				fputc(*s, out);
-		}
-	}
 }
 
 static void human_bytes(char *buf, size_t len, double b)

@@ -7,6 +7,7 @@
 
 #include "lifetimes.h"
 #include "text_report.h"
+#include "xml.h"
 
 int timeline_init(struct timeline *tl, int64_t start_ns, int64_t interval_ns, size_t max_points)
 {
@@ -367,29 +368,6 @@ static int write_csv(FILE *out, const struct timeline *tl, const struct profile 
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-
-static void xml_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, out);
-		}
-	}
-}
 
 static void human_bytes(char *buf, size_t len, double b)
 {
