@@ -27,6 +27,13 @@ kill -USR1 $mp
 wait_for_line "$dir/memleak.workload" '^site ' 600
 sleep 2.5 # one more report after the work, while the live set is held
 kill -INT $bp
+# memleak's exit (detaching its uprobes) has been seen to sit in the kernel
+# for minutes: give it 30 s, then kill it.
+for _ in $(seq 60); do
+	kill -0 $bp 2>/dev/null || break
+	sleep 0.5
+done
+kill -KILL $bp 2>/dev/null
 wait $bp
 wait $mp
 cat "$dir/memleak.workload"
