@@ -31,14 +31,10 @@ enum alloc_kind {
 	ALLOC_PVALLOC,
 };
 
-static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
+/* The next allocator's function for kind; kind is a constant at every call. */
+static inline __attribute__((always_inline)) void *next_call(enum alloc_kind kind, size_t bytes,
+							     size_t align)
 {
-	if (PRELOAD_UNLIKELY(!preload_allocator_usable())) {
-		/* Before the next allocator is known: the bootstrap arena (zeroed). */
-		if (kind == ALLOC_VALLOC || kind == ALLOC_PVALLOC)
-			align = (size_t)sysconf(_SC_PAGESIZE);
-		return bootstrap_alloc(bytes, align);
-	}
 	switch (kind) {
 	case ALLOC_CALLOC:
 		return next.calloc(1, bytes);
@@ -54,6 +50,17 @@ static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
 	default:
 		return next.malloc(bytes);
 	}
+}
+
+static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
+{
+	if (PRELOAD_UNLIKELY(!preload_allocator_usable())) {
+		/* Before the next allocator is known: the bootstrap arena (zeroed). */
+		if (kind == ALLOC_VALLOC || kind == ALLOC_PVALLOC)
+			align = (size_t)sysconf(_SC_PAGESIZE);
+		return bootstrap_alloc(bytes, align);
+	}
+	return next_call(kind, bytes, align);
 }
 
 static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum alloc_kind kind,
@@ -79,23 +86,8 @@ static inline __attribute__((always_inline)) void *alloc(enum alloc_kind kind, s
 {
 	struct preload_thread *t = &preload_self;
 
-	if (PRELOAD_LIKELY(preload_take(t, bytes))) {
-		switch (kind) {
-		case ALLOC_CALLOC:
-			return next.calloc(1, bytes);
-		case ALLOC_MEMALIGN:
-			return next.memalign(align, bytes);
-		case ALLOC_ALIGNED:
-			return next.aligned_alloc(align, bytes);
-		case ALLOC_VALLOC:
-			return next.valloc(bytes);
-		case ALLOC_PVALLOC:
-			return next.pvalloc(bytes);
-		case ALLOC_MALLOC:
-		default:
-			return next.malloc(bytes);
-		}
-	}
+	if (PRELOAD_LIKELY(preload_take(t, bytes)))
+		return next_call(kind, bytes, align);
 	return alloc_slow(t, kind, bytes, align);
 }
 
