@@ -26,6 +26,8 @@ const volatile __u32 max_stacks = MEMPROF_MAX_STACKS;
 __u64 target_mm = 0;
 /* The first block id this tracer saw sampled (ids increase in the core). */
 __u64 first_id = 0;
+/* Set by the loader before load (--max-blocks): home slots, and blocks tracked at once. */
+const volatile __u32 max_blocks = MEMPROF_MAX_BLOCKS;
 /* Set by the loader before load: 0 leaves the lifetime histograms out (bench). */
 const volatile __u32 lifetime_hists = 1;
 
@@ -37,6 +39,9 @@ __u32 detaching = 0;
 __u32 next_stack_id = 1;
 /* Next free slot of the inner table (id max_stacks + next_inner_slot). */
 __u32 next_inner_slot = 0;
+/* Blocks tracked now (home slots and overflow; at most max_blocks), and in the overflow. */
+__u64 n_blocks = 0;
+__u64 n_overflow = 0;
 
 /* The stack maps (and lifetimes) are sized max_stacks + MEMPROF_INNER_STACKS by the loader. */
 
@@ -63,12 +68,23 @@ struct {
 	__type(value, __u32);
 } stack_ids SEC(".maps");
 
+/* The block map (memprof_maps.h): home slots, sized max_blocks by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MEMPROF_MAX_BLOCKS);
+	__type(key, __u32);
+	__type(value, struct memprof_block_slot);
+} block_slots SEC(".maps");
+
+/* ... and the blocks whose home slot was taken; elements allocated on use. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MEMPROF_MAX_BLOCKS);
 	__type(key, __u64);
 	__type(value, struct memprof_block);
-} blocks SEC(".maps");
+} blocks_overflow SEC(".maps");
 
 /* Ids sampled while the block map was full: their promote/dealloc are not
  * orphans of unknown origin. */
@@ -106,8 +122,6 @@ struct {
 	__type(value, __u32);
 } scratch_depth SEC(".maps");
 
-/* errno of an insert with BPF_NOEXIST on a present key (vmlinux.h has no errno.h). */
-#define ERR_KEY_EXISTS 17
 
 /* Multiplier of the stack hash (64-bit golden ratio). */
 #define STACK_HASH_MULT 0x9e3779b97f4a7c15ull
@@ -318,6 +332,80 @@ static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 
 	__sync_fetch_and_add(&a->objects_q16[v], objects_q16);
 }
 
+/* The home slot of block id. */
+static __always_inline struct memprof_block_slot *blocks_home(__u64 id)
+{
+	__u32 k = id % max_blocks;
+
+	return bpf_map_lookup_elem(&block_slots, &k);
+}
+
+/*
+ * Start tracking block id: 0, BLOCKS_DUPLICATE (id is tracked already) or
+ * BLOCKS_FULL (max_blocks are).  Its home slot if free, else the overflow.
+ */
+#define BLOCKS_DUPLICATE 1
+#define BLOCKS_FULL 2
+static __always_inline int blocks_insert(__u64 id, const struct memprof_block *b)
+{
+	struct memprof_block_slot *s = blocks_home(id);
+	int rc = 0;
+
+	if (__sync_fetch_and_add(&n_blocks, 1) >= max_blocks) {
+		__sync_fetch_and_add(&n_blocks, -1);
+		return BLOCKS_FULL;
+	}
+	if (s && s->id == id)
+		rc = BLOCKS_DUPLICATE;
+	else if (n_overflow && bpf_map_lookup_elem(&blocks_overflow, &id))
+		rc = BLOCKS_DUPLICATE;
+	else if (s && __sync_val_compare_and_swap(&s->id, 0, id | MEMPROF_BLOCK_SLOT_BUSY) == 0) {
+		s->b = *b;
+		/* Publishes b (an atomic exchange is a full barrier). */
+		__sync_lock_test_and_set(&s->id, id);
+		return 0;
+	} else if (bpf_map_update_elem(&blocks_overflow, &id, b, BPF_NOEXIST) == 0) {
+		__sync_fetch_and_add(&n_overflow, 1);
+		count(MEMPROF_CNT_OVERFLOW_BLOCKS);
+		return 0;
+	} else {
+		rc = bpf_map_lookup_elem(&blocks_overflow, &id) ? BLOCKS_DUPLICATE : BLOCKS_FULL;
+	}
+	__sync_fetch_and_add(&n_blocks, -1);
+	return rc;
+}
+
+/* The tracked block id, or NULL; *home is its home slot if it is there. */
+static __always_inline struct memprof_block *blocks_find(__u64 id,
+							 struct memprof_block_slot **home)
+{
+	struct memprof_block_slot *s = blocks_home(id);
+
+	*home = NULL;
+	if (s && s->id == id) {
+		*home = s;
+		return &s->b;
+	}
+	if (!n_overflow)
+		return NULL;
+	return bpf_map_lookup_elem(&blocks_overflow, &id);
+}
+
+/* Stop tracking block id (found by blocks_find): 0, or -1 if another death took it first. */
+static __always_inline int blocks_remove(__u64 id, struct memprof_block_slot *home)
+{
+	if (home) {
+		if (__sync_val_compare_and_swap(&home->id, id, 0) != id)
+			return -1;
+	} else {
+		if (bpf_map_delete_elem(&blocks_overflow, &id))
+			return -1;
+		__sync_fetch_and_add(&n_overflow, -1);
+	}
+	__sync_fetch_and_add(&n_blocks, -1);
+	return 0;
+}
+
 SEC("usdt")
 int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_source,
 	     __u64 stack_ptr, __u64 stack_len, __u64 inv_rate_q16)
@@ -325,7 +413,7 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_s
 	struct memprof_block b = {};
 	__u32 stack_flags = 0;
 	__u64 est;
-	long err;
+	int err;
 
 	if (!is_target())
 		return 0;
@@ -353,8 +441,8 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_s
 	if (MEMPROF_PROBE_KIND(kind_source) == MEMPROF_PROBE_KIND_MAJOR)
 		b.flags |= MEMPROF_BLOCK_BORN_MAJOR;
 	aggs_add(b.stack_id, MEMPROF_VIEW_ALLOC, n_samples, est, b.est_objects_q16);
-	err = bpf_map_update_elem(&blocks, &id, &b, BPF_NOEXIST);
-	if (err == -ERR_KEY_EXISTS) {
+	err = blocks_insert(id, &b);
+	if (err == BLOCKS_DUPLICATE) {
 		count(MEMPROF_CNT_DUPLICATE_IDS);
 		return 0;
 	}
@@ -413,10 +501,11 @@ static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_sam
 
 static __always_inline void on_promote(__u64 id)
 {
+	struct memprof_block_slot *home;
 	struct memprof_block *b;
 
 	count(MEMPROF_CNT_PROMOTES);
-	b = bpf_map_lookup_elem(&blocks, &id);
+	b = blocks_find(id, &home);
 	if (!b) {
 		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES, 0);
 		return;
@@ -435,12 +524,13 @@ static __always_inline void on_promote(__u64 id)
 
 static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 {
+	struct memprof_block_slot *home;
 	struct memprof_block *b;
 	__u64 n, est, obj, alloc_ns;
 	__u32 stack_id;
 
 	count(MEMPROF_CNT_DEALLOCS);
-	b = bpf_map_lookup_elem(&blocks, &id);
+	b = blocks_find(id, &home);
 	if (!b) {
 		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS, 1);
 		return;
@@ -460,7 +550,7 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 	obj = b->est_objects_q16;
 	stack_id = b->stack_id;
 	alloc_ns = b->alloc_ns;
-	if (bpf_map_delete_elem(&blocks, &id)) {
+	if (blocks_remove(id, home)) {
 		/* Someone else reported this death first. */
 		count(MEMPROF_CNT_ORPHAN_DEALLOCS);
 		return;

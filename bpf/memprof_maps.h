@@ -15,8 +15,17 @@
  * allocating function still shows.  max_stacks is the loader's
  * --max-stacks (default MEMPROF_MAX_STACKS); the three maps and lifetimes hold
  * max_stacks + MEMPROF_INNER_STACKS entries.
- *   blocks     hash, block id -> struct memprof_block (tracked, not yet dead)
- *   untracked  LRU hash, block id -> 1: sampled while blocks was full
+ *   block_slots     array (mmapable), id % max_blocks -> struct memprof_block_slot:
+ *                   a tracked block's home slot
+ *   blocks_overflow hash (allocated on use), block id -> struct memprof_block:
+ *                   tracked blocks whose home slot was taken
+ *   untracked       LRU hash, block id -> 1: sampled while the block map was full
+ * The block map is the two together.  A sample costs one store in its home
+ * slot (block ids increase, so consecutive samples use consecutive slots:
+ * no hashing, no bucket lock, no element allocation), and a death one
+ * compare-and-swap; only a block whose home slot is still held by a block
+ * max_blocks ids older goes to the overflow hash.  At most max_blocks
+ * (--max-blocks) blocks are tracked at once, in both (the global n_blocks).
  *   lifetimes  array (mmapable), stack id -> struct memprof_lifetime_hist
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
@@ -104,6 +113,23 @@ struct memprof_block {
 };
 
 /*
+ * One home slot of the block map.  id: 0 while the slot is free; the block's
+ * id (nonzero, below 2^62: memprof_probe_abi.h) while it holds that block;
+ * id | MEMPROF_BLOCK_SLOT_BUSY while the sample writing it is filling b.
+ * Invariant: b is the block's whenever id is a plain block id, so a reader
+ * that sees the same plain id before and after copying b has a consistent
+ * copy (ids are never reused, so no other block can have come and gone).
+ * A slot changes only by compare-and-swap of id: 0 -> busy (a sample claims
+ * it), busy -> id (b written), id -> 0 (the block's death, reported once).
+ */
+#define MEMPROF_BLOCK_SLOT_BUSY (1ull << 63)
+struct memprof_block_slot {
+	__u64 id;
+	struct memprof_block b;
+	__u64 reserved; /* pads the slot to one 64-byte cache line */
+};
+
+/*
  * Lifetimes of tracked blocks that died, per stack and per kind of death, as
  * log2 histograms of microseconds (death time minus sample time): slot 0
  * holds lifetimes under 1 us, slot k (1 <= k < MEMPROF_LIFETIME_SLOTS - 1)
@@ -165,6 +191,7 @@ enum memprof_counter {
 	MEMPROF_CNT_INNER_STACKS, /* samples kept with their innermost frames (table full) */
 	MEMPROF_CNT_EVENT_PROBES, /* memprof:events probes seen (batches) */
 	MEMPROF_CNT_BAD_EVENTS,	  /* events unreadable or of an unknown kind */
+	MEMPROF_CNT_OVERFLOW_BLOCKS, /* blocks tracked in the overflow: home slot taken */
 	MEMPROF_N_COUNTERS,
 };
 

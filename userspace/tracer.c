@@ -67,7 +67,12 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 
 		tr->skel->rodata->lifetime_hists = !(hists && !strcmp(hists, "0"));
 	}
-	if (max_blocks && (rc = bpf_map__set_max_entries(tr->skel->maps.blocks, max_blocks))) {
+	if (!max_blocks)
+		max_blocks = MEMPROF_MAX_BLOCKS;
+	tr->max_blocks = max_blocks;
+	tr->skel->rodata->max_blocks = max_blocks;
+	if ((rc = bpf_map__set_max_entries(tr->skel->maps.block_slots, max_blocks)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.blocks_overflow, max_blocks))) {
 		snprintf(err, errlen, "cannot size the block map: %s", strerror(-rc));
 		return TRACER_FAILED;
 	}
@@ -95,7 +100,8 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 	tr->stacks = map_array(tr->skel->maps.stacks, &tr->stacks_bytes);
 	tr->aggs = map_array(tr->skel->maps.stack_aggs, &tr->aggs_bytes);
 	tr->lifetimes = map_array(tr->skel->maps.lifetimes, &tr->lifetimes_bytes);
-	if (!tr->stacks || !tr->aggs || !tr->lifetimes) {
+	tr->block_slots = map_array(tr->skel->maps.block_slots, &tr->block_slots_bytes);
+	if (!tr->stacks || !tr->aggs || !tr->lifetimes || !tr->block_slots) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot mmap the BPF arrays: %s", strerror(-rc));
 		return status_of(rc);
@@ -176,15 +182,58 @@ void tracer_detach(struct tracer *tr)
 	tr->n_links = 0;
 }
 
+/* Room in tr->blocks for n more. */
+static int blocks_reserve(struct tracer *tr, size_t n)
+{
+	size_t ncap = tr->cap_blocks ? 2 * tr->cap_blocks : BLOCKS_BATCH;
+	struct tracked_block *v;
+
+	if (tr->n_blocks + n <= tr->cap_blocks)
+		return 0;
+	while (ncap < tr->n_blocks + n)
+		ncap *= 2;
+	v = realloc(tr->blocks, ncap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	tr->blocks = v;
+	tr->cap_blocks = ncap;
+	return 0;
+}
+
+/* The blocks in their home slots, read while the kernel side changes them
+ * (memprof_maps.h: a copy is kept when the slot's id is the same plain id
+ * before and after it). */
+static int read_block_slots(struct tracer *tr)
+{
+	for (uint32_t i = 0; i < tr->max_blocks; i++) {
+		const struct memprof_block_slot *s = &tr->block_slots[i];
+		uint64_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
+		struct memprof_block b;
+
+		if (!id || (id & MEMPROF_BLOCK_SLOT_BUSY))
+			continue;
+		memcpy(&b, (const void *)&s->b, sizeof(b));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->id, __ATOMIC_RELAXED) != id)
+			continue; /* died (or was replaced) meanwhile */
+		if (blocks_reserve(tr, 1))
+			return -ENOMEM;
+		tr->blocks[tr->n_blocks++] = (struct tracked_block){id, b};
+	}
+	return 0;
+}
+
 int tracer_read_blocks(struct tracer *tr)
 {
-	int fd = bpf_map__fd(tr->skel->maps.blocks);
+	int fd = bpf_map__fd(tr->skel->maps.blocks_overflow);
 	__u64 keys[BLOCKS_BATCH];
 	struct memprof_block vals[BLOCKS_BATCH];
 	__u32 cursor = 0;
-	int first = 1, done = 0;
+	int first = 1, done = 0, rc;
 
 	tr->n_blocks = 0;
+	if ((rc = read_block_slots(tr)))
+		return rc;
 	while (!done) {
 		__u32 count = BLOCKS_BATCH;
 		int rc = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor, keys, vals,
@@ -196,18 +245,8 @@ int tracer_read_blocks(struct tracer *tr)
 			done = 1;
 		}
 		first = 0;
-		if (tr->n_blocks + count > tr->cap_blocks) {
-			size_t ncap = tr->cap_blocks ? 2 * tr->cap_blocks : BLOCKS_BATCH;
-			struct tracked_block *v;
-
-			while (ncap < tr->n_blocks + count)
-				ncap *= 2;
-			v = realloc(tr->blocks, ncap * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			tr->blocks = v;
-			tr->cap_blocks = ncap;
-		}
+		if (blocks_reserve(tr, count))
+			return -ENOMEM;
 		for (__u32 i = 0; i < count; i++)
 			tr->blocks[tr->n_blocks++] = (struct tracked_block){keys[i], vals[i]};
 	}
@@ -240,6 +279,8 @@ void tracer_close(struct tracer *tr)
 		munmap((void *)tr->aggs, tr->aggs_bytes);
 	if (tr->lifetimes)
 		munmap((void *)tr->lifetimes, tr->lifetimes_bytes);
+	if (tr->block_slots)
+		munmap((void *)tr->block_slots, tr->block_slots_bytes);
 	memprof_bpf__destroy(tr->skel);
 	free(tr->blocks);
 	memset(tr, 0, sizeof(*tr));

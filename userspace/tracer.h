@@ -1,7 +1,7 @@
 /*
  * The BPF side as the loader sees it: the skeleton, the USDT links, the
  * mmapped stack and aggregate arrays, the counters, and a userspace copy
- * of the tracked blocks (refreshed by batch lookups).
+ * of the tracked blocks (refreshed from the block map).
  */
 #ifndef MEMPROF_TRACER_H
 #define MEMPROF_TRACER_H
@@ -30,6 +30,10 @@ struct tracer {
 	/* mmapped, max_stacks + MEMPROF_INNER_STACKS: lifetimes of the blocks that died */
 	const struct memprof_lifetime_hist *lifetimes;
 	size_t lifetimes_bytes;
+	/* mmapped, max_blocks: the block map's home slots */
+	const struct memprof_block_slot *block_slots;
+	size_t block_slots_bytes;
+	uint32_t max_blocks;
 	/* CLOCK_MONOTONIC ns when tracer_detach raised detaching (0: not yet):
 	 * the blocks still in the block map were alive then. */
 	uint64_t detach_ns;
@@ -59,7 +63,8 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 				 size_t errlen);
 /* Destroy the links: the target's semaphores drop. */
 void tracer_detach(struct tracer *tr);
-/* Refresh tr->blocks from the blocks map (batch lookups).  0 or -errno. */
+/* Refresh tr->blocks from the block map (home slots, then the overflow
+ * hash by batch lookups).  0 or -errno. */
 int tracer_read_blocks(struct tracer *tr);
 uint32_t tracer_n_stacks(const struct tracer *tr);
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c);

@@ -146,8 +146,17 @@ extern PRELOAD_HIDDEN _Atomic uint32_t preload_free_gate;
 
 /* ---- Sampled blocks (sampled_blocks.c) ---- */
 
+/*
+ * The filter: 2^SAMPLED_FILTER_BITS slots, each with a count of the sampled
+ * live blocks whose address hashes to it (sampled_blocks.c) and one bit,
+ * set while that count is nonzero.  free reads the bit only: the bitmap
+ * is 8 KiB, so it stays in the first-level cache where the counts (256 KiB)
+ * would not.  A slot's shard is the slot's top bits, so the count and the
+ * bit of a slot (and the 64 bits of a bitmap word) change under one lock.
+ */
 #define SAMPLED_FILTER_BITS 16
-extern PRELOAD_HIDDEN _Atomic uint32_t sampled_filter[(size_t)1 << SAMPLED_FILTER_BITS];
+#define SAMPLED_SHARD_BITS 6
+extern PRELOAD_HIDDEN _Atomic uint64_t sampled_filter_bits[(size_t)1 << (SAMPLED_FILTER_BITS - 6)];
 
 static inline size_t sampled_filter_index(const void *p)
 {
@@ -157,8 +166,11 @@ static inline size_t sampled_filter_index(const void *p)
 /* Constant time, no lock: 0 means p is certainly not a sampled block. */
 static inline int sampled_blocks_may_contain(const void *p)
 {
-	return atomic_load_explicit(&sampled_filter[sampled_filter_index(p)],
-				    memory_order_relaxed) != 0;
+	size_t i = sampled_filter_index(p);
+
+	return (atomic_load_explicit(&sampled_filter_bits[i >> 6], memory_order_relaxed) >>
+		(i & 63)) &
+	       1;
 }
 /* Remember that block p has core handle h.  0, or -1 (out of memory). */
 int sampled_blocks_insert(const void *p, uint64_t h);

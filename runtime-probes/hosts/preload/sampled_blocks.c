@@ -2,12 +2,16 @@
  * Sampled blocks: which live blocks were sampled, and their core handles.
  *
  * free must answer "not sampled" for almost every block, cheaply and with
- * no lock.  A counting filter does it: sampled_filter[i] counts the sampled
- * live blocks whose address hashes to i.  A zero counter proves the block
- * was not sampled; a nonzero one (a sampled block, or a collision) sends
- * free to the table.  The counter is raised before the block is handed to
- * the program and lowered after its entry is gone, so a free never misses
- * a sampled block.
+ * no lock.  A counting filter does it: sampled_filter_counts[i] counts the
+ * sampled live blocks whose address hashes to slot i, and bit i of
+ * sampled_filter_bits is set exactly while that count is nonzero.  A clear
+ * bit proves the block was not sampled; a set one (a sampled block, or a
+ * collision) sends free to the table.  The count and bit are raised before
+ * the block is handed to the program and lowered after its entry is gone,
+ * so a free never misses a sampled block.  Slot i belongs to shard
+ * i >> (SAMPLED_FILTER_BITS - SAMPLED_SHARD_BITS), whose lock guards its
+ * count and the bitmap word holding its bit (the 64 slots of a word share
+ * a shard): the bit always agrees with the count.
  *
  * The table maps address -> handle.  It is split in shards, each with its
  * own lock and its own idmap (runtime-probes/core/idmap.h, the map the
@@ -17,15 +21,20 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include "core.h"
 #include "idmap.h"
 #include "preload.h"
 
-/* Shards of the table, a power of two. */
-#define SAMPLED_SHARDS 64
+/* Shards of the table. */
+#define SAMPLED_SHARDS ((size_t)1 << SAMPLED_SHARD_BITS)
 /* First capacity of a shard, a power of two. */
 #define SAMPLED_SHARD_MIN_SLOTS 256
 
-_Atomic uint32_t sampled_filter[(size_t)1 << SAMPLED_FILTER_BITS];
+_Atomic uint64_t sampled_filter_bits[(size_t)1 << (SAMPLED_FILTER_BITS - 6)];
+/* Invariant: sampled_filter_counts[i] != 0 <=> bit i of sampled_filter_bits. */
+static uint32_t sampled_filter_counts[(size_t)1 << SAMPLED_FILTER_BITS];
+_Static_assert(SAMPLED_FILTER_BITS - SAMPLED_SHARD_BITS >= 6,
+	       "a bitmap word's 64 slots must lie in one shard");
 
 static void *sampled_map_alloc(size_t bytes)
 {
@@ -55,16 +64,30 @@ static struct sampled_shard shards[SAMPLED_SHARDS] = {
 	   .map = {.min_slots = SAMPLED_SHARD_MIN_SLOTS, .alloc = &sampled_map_allocator}},
 };
 
-/* The shard of an address: the top bits of its mix (the map uses the low ones). */
-static struct sampled_shard *shard_of(uintptr_t addr)
+/* The shard of a filter slot: its top bits (the map uses the mix's low ones). */
+static struct sampled_shard *shard_of(size_t slot)
 {
-	return &shards[(idmap_mix(addr) >> 58) & (SAMPLED_SHARDS - 1)];
+	return &shards[slot >> (SAMPLED_FILTER_BITS - SAMPLED_SHARD_BITS)];
+}
+
+/* Count one more (+1) or one fewer (-1) sampled block in slot i; shard lock held. */
+static void filter_count(size_t i, int delta)
+{
+	uint64_t bit = (uint64_t)1 << (i & 63);
+
+	MEMPROF_ASSERT(delta > 0 || sampled_filter_counts[i] > 0);
+	sampled_filter_counts[i] += (uint32_t)delta;
+	if (delta > 0 && sampled_filter_counts[i] == 1)
+		atomic_fetch_or_explicit(&sampled_filter_bits[i >> 6], bit, memory_order_relaxed);
+	else if (delta < 0 && sampled_filter_counts[i] == 0)
+		atomic_fetch_and_explicit(&sampled_filter_bits[i >> 6], ~bit, memory_order_relaxed);
 }
 
 int sampled_blocks_insert(const void *p, uint64_t h)
 {
 	uintptr_t addr = (uintptr_t)p;
-	struct sampled_shard *s = shard_of(addr);
+	size_t slot = sampled_filter_index(p);
+	struct sampled_shard *s = shard_of(slot);
 	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);
@@ -76,8 +99,7 @@ int sampled_blocks_insert(const void *p, uint64_t h)
 		rc = -1;
 	} else {
 		atomic_fetch_add_explicit(&preload_free_gate, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sampled_filter[sampled_filter_index(p)], 1,
-					  memory_order_relaxed);
+		filter_count(slot, +1);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -86,13 +108,13 @@ int sampled_blocks_insert(const void *p, uint64_t h)
 uint64_t sampled_blocks_remove(const void *p)
 {
 	uintptr_t addr = (uintptr_t)p;
-	struct sampled_shard *s = shard_of(addr);
+	size_t slot = sampled_filter_index(p);
+	struct sampled_shard *s = shard_of(slot);
 	uint64_t h = 0;
 
 	pthread_mutex_lock(&s->lock);
 	if (idmap_remove(&s->map, addr, &h)) {
-		atomic_fetch_sub_explicit(&sampled_filter[sampled_filter_index(p)], 1,
-					  memory_order_relaxed);
+		filter_count(slot, -1);
 		atomic_fetch_sub_explicit(&preload_free_gate, 1, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&s->lock);
