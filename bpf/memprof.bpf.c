@@ -122,7 +122,6 @@ struct {
 	__type(value, __u32);
 } scratch_depth SEC(".maps");
 
-
 /* Multiplier of the stack hash (64-bit golden ratio). */
 #define STACK_HASH_MULT 0x9e3779b97f4a7c15ull
 
@@ -376,8 +375,7 @@ static __always_inline int blocks_insert(__u64 id, const struct memprof_block *b
 }
 
 /* The tracked block id, or NULL; *home is its home slot if it is there. */
-static __always_inline struct memprof_block *blocks_find(__u64 id,
-							 struct memprof_block_slot **home)
+static __always_inline struct memprof_block *blocks_find(__u64 id, struct memprof_block_slot **home)
 {
 	struct memprof_block_slot *s = blocks_home(id);
 

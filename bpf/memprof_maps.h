@@ -188,9 +188,9 @@ enum memprof_counter {
 	 * tracer attached first).
 	 */
 	MEMPROF_CNT_ORPHAN_EARLY,
-	MEMPROF_CNT_INNER_STACKS, /* samples kept with their innermost frames (table full) */
-	MEMPROF_CNT_EVENT_PROBES, /* memprof:events probes seen (batches) */
-	MEMPROF_CNT_BAD_EVENTS,	  /* events unreadable or of an unknown kind */
+	MEMPROF_CNT_INNER_STACKS,    /* samples kept with their innermost frames (table full) */
+	MEMPROF_CNT_EVENT_PROBES,    /* memprof:events probes seen (batches) */
+	MEMPROF_CNT_BAD_EVENTS,	     /* events unreadable or of an unknown kind */
 	MEMPROF_CNT_OVERFLOW_BLOCKS, /* blocks tracked in the overflow: home slot taken */
 	MEMPROF_N_COUNTERS,
 };

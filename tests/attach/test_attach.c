@@ -103,8 +103,8 @@ static void expect_exact_views(const struct run *r)
 		int is_short = s == 0, is_long = s == 2, promoted = s == 1 || s == 2;
 
 		cr_expect_gt(est, 0, "%s: nothing sampled", sites[s]);
-		cr_expect_eq(site_value(&r->view[MEMPROF_VIEW_ALLOC], sites[s], 0), est,
-			     "alloc %s", sites[s]);
+		cr_expect_eq(site_value(&r->view[MEMPROF_VIEW_ALLOC], sites[s], 0), est, "alloc %s",
+			     sites[s]);
 		cr_expect_eq(site_value(&r->view[MEMPROF_VIEW_LIVE], sites[s], 0),
 			     is_long ? est : 0, "live %s", sites[s]);
 		cr_expect_eq(site_value(&r->view[MEMPROF_VIEW_PROMOTED], sites[s], 0),
