@@ -46,10 +46,11 @@
  *       collection, major collection, young epoch or full buffer (and
  *       before its sampling stops), never per event.
  *         events_ptr    u64  user address of count events of two u64
- *                            each: MEMPROF_PROBE_EVENT(id, what), then the
- *                            CLOCK_MONOTONIC time of the event in ns (the
+ *                            each: MEMPROF_PROBE_EVENT(id, what), then, for
+ *                            a death, its CLOCK_MONOTONIC time in ns (the
  *                            clock of bpf_ktime_get_ns: lifetimes end when
- *                            the block died, not when its batch went).
+ *                            the block died, not when its batch went); 0
+ *                            for a promotion.
  *                            Valid only while the probe handler runs.
  *         count         u64  1..MEMPROF_PROBE_EVENTS_MAX.
  *       what is one of

@@ -125,14 +125,14 @@ extern struct memprof_probe_control memprof_probe_control;
 struct probe_events {
 	uint64_t ev[2 * MEMPROF_PROBE_EVENTS_MAX]; /* (event, CLOCK_MONOTONIC ns) pairs */
 	volatile uint32_t n; /* queued; read without the lock to decide on a flush */
-	uint64_t first_ns;   /* when the first one was queued */
+	uint64_t first_ns;   /* when the first one was queued, CLOCK_MONOTONIC_COARSE */
 };
 
-static inline uint64_t probe_events_now_ns(void)
+static inline uint64_t probe_events_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -160,15 +160,18 @@ static inline void probe_events_flush(struct probe_events *b)
 static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
 {
 	uint32_t n = b->n;
-	uint64_t now;
 
 	if (!PROBE_SEMAPHORE_UP(memprof_events_semaphore))
 		return 0;
-	now = probe_events_now_ns();
+	/* The age of the batch needs no precision: the coarse clock costs no
+	 * time-stamp counter read. */
 	if (n == 0)
-		b->first_ns = now;
+		b->first_ns = probe_events_clock_ns(CLOCK_MONOTONIC_COARSE);
 	b->ev[2 * n] = MEMPROF_PROBE_EVENT(id, what);
-	b->ev[2 * n + 1] = now;
+	/* A death ends a lifetime: its time, on bpf_ktime_get_ns's clock.  A
+	 * promotion needs none. */
+	b->ev[2 * n + 1] =
+	    what == MEMPROF_PROBE_EV_PROMOTE ? 0 : probe_events_clock_ns(CLOCK_MONOTONIC);
 	b->n = n + 1;
 	return n + 1 == MEMPROF_PROBE_EVENTS_MAX;
 }
@@ -189,7 +192,8 @@ static inline void probe_flush_served(__u64 request)
 /* Events queued for longer than max_ns (read without the lock)? */
 static inline int probe_events_stale(const struct probe_events *b, uint64_t max_ns)
 {
-	return b->n && probe_events_now_ns() - b->first_ns > max_ns;
+	return b->n && (int64_t)(probe_events_clock_ns(CLOCK_MONOTONIC_COARSE) - b->first_ns) >
+			   (int64_t)max_ns;
 }
 
 #endif

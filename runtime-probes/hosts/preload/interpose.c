@@ -71,7 +71,7 @@ static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum
 	size_t n_samples = sampler_countdown_expired(t, bytes);
 	void *p = next_alloc(kind, bytes, align);
 
-	if (n_samples && p)
+	if (n_samples)
 		sampler_track(t, p, n_samples, bytes);
 	return p;
 }
@@ -165,6 +165,8 @@ PRELOAD_EXPORT void *realloc(void *p, size_t size)
 		/* p is still the program's: it stays tracked, nothing died. */
 		if (handle && sampled_blocks_insert(p, handle) != 0)
 			sampler_handle_freed(t, handle);
+		if (n_samples)
+			sampler_track(t, NULL, n_samples, size);
 		return NULL;
 	}
 	if (handle)

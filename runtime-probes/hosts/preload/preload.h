@@ -271,10 +271,14 @@ static inline void preload_leave_core(struct preload_thread *t)
 /*
  * The countdown ran out on an allocation of `bytes` bytes: account the
  * bytes, end epochs, poll the core, and return how many sample points fall
- * in this block (0: not sampled).  Re-arms the countdown.
+ * in this block (0: not sampled).  Re-arms the countdown.  When it returns
+ * nonzero the thread is still inside the core (one gate round trip per
+ * sample, not two): the caller allocates, then calls sampler_track, which
+ * leaves it, whether the allocation succeeded or not.
  */
 size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes);
-/* Track block p of `bytes` requested bytes (sampled n_samples times) with the core. */
+/* Track block p (NULL: the allocation failed) of `bytes` requested bytes,
+ * sampled n_samples times, with the core; then leave the core. */
 void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t bytes);
 /* Block p is being freed: report it if it was sampled. */
 void sampler_block_freed(struct preload_thread *t, const void *p);

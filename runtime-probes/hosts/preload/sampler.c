@@ -20,6 +20,7 @@
  */
 #include <stdint.h>
 
+#include "core.h"
 #include "memprof_host.h"
 #include "preload.h"
 
@@ -58,7 +59,11 @@ static void countdown_arm(struct preload_thread *t, size_t rest, double rate)
 	size_t check = rate > 0 ? check_bytes : PRELOAD_IDLE_POLL_BYTES;
 	size_t c = rest < check ? rest : check;
 
-	preload_set_countdown(t, c);
+	/* Inside the profiler, the countdown in force is the saved one. */
+	if (t->inside)
+		t->saved_countdown = c;
+	else
+		preload_set_countdown(t, c);
 	t->armed = c;
 	t->sample_after = rate > 0 ? rest - c : 0;
 	t->rate = rate;
@@ -98,8 +103,10 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes)
 			rest = point - bytes;
 		}
 	}
-	preload_leave_core(t);
 	countdown_arm(t, rest, rate);
+	/* A sampled block: the core stays entered until sampler_track. */
+	if (!n_samples)
+		preload_leave_core(t);
 	return n_samples;
 }
 
@@ -107,7 +114,11 @@ void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t b
 {
 	uint64_t handle = 0;
 
-	preload_enter_core(t);
+	MEMPROF_ASSERT(t->core_depth > 0);
+	if (!p) {
+		preload_leave_core(t);
+		return;
+	}
 	/* The alloc callback's error has nowhere to go: the block stays. */
 	(void)memprof_track_malloc((memprof_value)p, bytes, n_samples,
 				   bytes >= major_threshold_bytes, &handle);
