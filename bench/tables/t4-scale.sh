@@ -145,9 +145,11 @@ if isinstance(maps, dict) or not maps:
     print(f"| BPF maps | not available: {maps.get('error') if isinstance(maps, dict) else 'no map found'} | |")
     sys.exit()
 for m in maps:
-    if m.get("name") == "blocks":
+    if m.get("name") == "block_slots":
         per = m["bytes_memlock"] / m["max_entries"]
-        print(f"| BPF map `blocks` ({m['type']}, one element per tracked block) | {per:.0f} | memlock {m['bytes_memlock']:,} B / {m['max_entries']:,} entries; key {m['bytes_key']} + value {m['bytes_value']} B, the rest per-element overhead |")
+        print(f"| BPF map `block_slots` ({m['type']}, the tracked blocks' home slots) | {per:.0f} | memlock {m['bytes_memlock']:,} B / {m['max_entries']:,} slots of {m['bytes_value']} B, allocated when the loader attaches |")
+    if m.get("name") == "blocks_overflow":
+        print(f"| BPF map `blocks_overflow` ({m['type']}, blocks whose home slot was taken) | key {m['bytes_key']} + value {m['bytes_value']} B and an element header, for overflowing blocks only | elements allocated on use (no preallocation), up to {m['max_entries']:,} |")
 total = sum(m["bytes_memlock"] for m in maps)
 print()
 print("All maps of the loader (bpftool map show, while attached):")
