@@ -18,23 +18,12 @@
 
 static const char short_opts[] = ":d:o:vh";
 static const struct option long_opts[] = {
-    {"duration", required_argument, NULL, 'd'},
-    {"output", required_argument, NULL, 'o'},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"view", required_argument, NULL, OPT_VIEW},
+    ATTACH_SHARED_LONG_OPTS,
     {"all-views", required_argument, NULL, OPT_ALL_VIEWS},
-    {"rate", required_argument, NULL, OPT_RATE},
-    {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
-    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},
-    {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
-    {"no-inject", no_argument, NULL, OPT_NO_INJECT},
-    {"preload", required_argument, NULL, OPT_PRELOAD},
     {"every", required_argument, NULL, OPT_EVERY},
     {"snapshot-dir", required_argument, NULL, OPT_SNAPSHOT_DIR},
     {"lifetimes", required_argument, NULL, OPT_LIFETIMES},
     {"timeline", required_argument, NULL, OPT_TIMELINE},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 

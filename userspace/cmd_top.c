@@ -29,20 +29,9 @@
 
 static const char short_opts[] = ":d:o:n:vh";
 static const struct option long_opts[] = {
-    {"duration", required_argument, NULL, 'd'},
-    {"output", required_argument, NULL, 'o'},
+    ATTACH_SHARED_LONG_OPTS,
     {"rows", required_argument, NULL, 'n'},
     {"sort", required_argument, NULL, OPT_SORT},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"view", required_argument, NULL, OPT_VIEW},
-    {"rate", required_argument, NULL, OPT_RATE},
-    {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},
-    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},
-    {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},
-    {"no-inject", no_argument, NULL, OPT_NO_INJECT},
-    {"preload", required_argument, NULL, OPT_PRELOAD},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 

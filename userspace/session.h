@@ -46,6 +46,23 @@ struct attach_opts {
 };
 
 void attach_opts_init(struct attach_opts *o);
+/* The long options attach and top share, which attach_opts_set handles
+ * (with 'v' and 'h'): the head of each command's long_opts. */
+#define ATTACH_SHARED_LONG_OPTS                                                                    \
+	{"duration", required_argument, NULL, 'd'}, {"output", required_argument, NULL, 'o'},      \
+	    {"format", required_argument, NULL, OPT_FORMAT},                                       \
+	    {"view", required_argument, NULL, OPT_VIEW},                                           \
+	    {"rate", required_argument, NULL, OPT_RATE},                                           \
+	    {"max-blocks", required_argument, NULL, OPT_MAX_BLOCKS},                               \
+	    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},                               \
+	    {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},                                         \
+	    {"no-inject", no_argument, NULL, OPT_NO_INJECT},                                       \
+	    {"preload", required_argument, NULL, OPT_PRELOAD},                                     \
+	    {"verbose", no_argument, NULL, 'v'},                                                   \
+	{                                                                                          \
+		"help", no_argument, NULL, 'h'                                                     \
+	}
+
 /*
  * One option of attach or top (getopt_long's c and optarg).  0 when
  * handled, -1 after printing the one-line message, 1 when c is not one of

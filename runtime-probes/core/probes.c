@@ -23,7 +23,6 @@ __attribute__((used, visibility("default"))) struct memprof_probe_control mempro
 
 /* Longest a queued promote/dealloc event waits while the host polls. */
 #define PROBE_EVENTS_MAX_AGE_NS 10000000u
-#define PROBE_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* Mirror of memprof_core.tracer_on, read without the lock by probe_poll. */
 static atomic_int tracer_seen;
@@ -148,14 +147,8 @@ int probe_poll(void)
 	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
 		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs,
 		 * and no longer once the tracer asks for them. */
-		if (PROBE_UNLIKELY(probe_flush_requested())) {
-			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
-			memprof_probe_flush();
-			probe_flush_served(request);
-		} else if (PROBE_UNLIKELY(
-			       probe_events_stale(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS))) {
-			memprof_probe_flush();
-		}
+		probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS,
+				     memprof_probe_flush);
 		return 0;
 	}
 	int changed = 0;

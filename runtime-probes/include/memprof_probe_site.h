@@ -196,4 +196,21 @@ static inline int probe_events_stale(const struct probe_events *b, uint64_t max_
 			   (int64_t)max_ns;
 }
 
+/*
+ * Between probe hits (a host's poll): serve a tracer's flush request, or
+ * flush events queued for longer than max_ns.  flush is the includer's,
+ * which takes its lock and calls probe_events_flush.
+ */
+static inline void probe_events_service(const struct probe_events *b, uint64_t max_ns,
+					void (*flush)(void))
+{
+	if (__builtin_expect(probe_flush_requested(), 0)) {
+		__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
+		flush();
+		probe_flush_served(request);
+	} else if (__builtin_expect(probe_events_stale(b, max_ns), 0)) {
+		flush();
+	}
+}
+
 #endif

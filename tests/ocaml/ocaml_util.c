@@ -13,10 +13,7 @@
 
 #include <linux/types.h>
 
-#include "control.h"
 #include "memprof_probe_abi.h"
-#include "symbolize.h"
-#include "target.h"
 
 void ocaml_tmpdir(char *out, size_t len)
 {
@@ -144,18 +141,4 @@ double out_value(const char *path, const char *key)
 	double v;
 
 	return file_value(path, key, &v) ? -1 : v;
-}
-
-int ocaml_control(pid_t pid, struct memprof_probe_control *out)
-{
-	struct symbolizer *sym = symbolizer_new();
-	struct target t = {0};
-	char err[256];
-	int rc = -1;
-
-	if (sym && target_scan(pid, sym, &t, err, sizeof(err)) == TARGET_OK && t.control_addr)
-		rc = control_read(pid, t.control_addr, out) ? -1 : 0;
-	target_free(&t);
-	symbolizer_free(sym);
-	return rc;
 }

@@ -34,8 +34,7 @@ int file_has(const char *path, const char *needle);
 /* The number after "key " in path (testlib's file_value), or -1. */
 double out_value(const char *path, const char *key);
 
-/* The target's control block (found by ELF symbol); 0 or -1. */
-struct memprof_probe_control;
-int ocaml_control(pid_t pid, struct memprof_probe_control *out);
+/* The attach tests' helpers: target_control reads a target's control block. */
+#include "attach_util.h"
 
 #endif

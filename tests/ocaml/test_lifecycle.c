@@ -37,12 +37,12 @@ static void expect_stopped(pid_t pid)
 {
 	struct memprof_probe_control a, b;
 
-	cr_assert_eq(ocaml_control(pid, &a), 0, "cannot read the control block");
+	cr_assert_eq(target_control(pid, &a), 0, "cannot read the control block");
 	cr_expect_eq(a.active_rate, 0, "still sampling at %g", a.active_rate);
 	cr_expect_eq(a.flags, 0, "flags %u", a.flags);
 	cr_expect_gt(a.samples, 0, "nothing was ever sampled");
 	sleep_s(0.5);
-	cr_assert_eq(ocaml_control(pid, &b), 0, "cannot read the control block");
+	cr_assert_eq(target_control(pid, &b), 0, "cannot read the control block");
 	cr_expect_eq(a.samples, b.samples, "samples went on: %llu then %llu",
 		     (unsigned long long)a.samples, (unsigned long long)b.samples);
 }

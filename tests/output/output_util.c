@@ -1,5 +1,6 @@
 /* Helpers of the output tests (see output_util.h). */
 #include "output_util.h"
+#include <criterion/criterion.h>
 
 #include <fcntl.h>
 #include <math.h>
@@ -201,4 +202,18 @@ double out_parse_bytes(const char *s, const char **end)
 		}
 	}
 	return NAN;
+}
+
+void out_expect_site_lines(const char *lines, const char *source, const char *const sites[], int n)
+{
+	for (int s = 0; s < n; s++) {
+		char marker[64], want[160];
+		int line;
+
+		snprintf(marker, sizeof(marker), "LINE:%s", sites[s]);
+		line = out_source_line(source, marker);
+		cr_assert_gt(line, 0, "no %s in %s", marker, source);
+		snprintf(want, sizeof(want), "%s %s:%d\n", sites[s], source, line);
+		cr_expect(strstr(lines, want), "no '%s' in:\n%s", want, lines);
+	}
 }

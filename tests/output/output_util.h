@@ -29,6 +29,12 @@ char *out_file(const char *path);
 /* Line number of the first line of path holding needle, or -1. */
 int out_source_line(const char *path, const char *needle);
 
+/*
+ * go tool pprof -lines output names each of the n sites at its line of
+ * source, the line marked "LINE:<site>" (criterion expectations).
+ */
+void out_expect_site_lines(const char *lines, const char *source, const char *const sites[], int n);
+
 /* A value with a unit (B, KiB, MiB, GiB, TiB) in bytes; NAN if none. */
 double out_parse_bytes(const char *s, const char **end);
 

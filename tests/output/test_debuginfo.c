@@ -196,16 +196,7 @@ Test(output_debuginfod, a_local_server_gives_names_and_lines, .timeout = 180)
 		 dir);
 	lines = out_command(cmd);
 	cr_assert(lines);
-	for (int s = 0; s < N_SITES; s++) {
-		char marker[64], want[128];
-		int line;
-
-		snprintf(marker, sizeof(marker), "LINE:%s", sites[s]);
-		line = out_source_line(SOURCE, marker);
-		cr_assert_gt(line, 0);
-		snprintf(want, sizeof(want), "%s %s:%d\n", sites[s], SOURCE, line);
-		cr_expect(strstr(lines, want), "no '%s' in:\n%s", want, lines);
-	}
+	out_expect_site_lines(lines, SOURCE, sites, N_SITES);
 	free(lines);
 
 	/* The control: the same program, no server. */

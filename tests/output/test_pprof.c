@@ -93,16 +93,7 @@ Test(output_pprof, go_pprof_tops_lines_and_sample_types)
 
 	lines = pprof("-sample_index=alloc_space -lines -top -nodecount=100", pb);
 	cr_assert(lines);
-	for (int s = 0; s < N_SITES; s++) {
-		char marker[64], want[128];
-		int line;
-
-		snprintf(marker, sizeof(marker), "LINE:%s", sites[s]);
-		line = out_source_line(SOURCE, marker);
-		cr_assert_gt(line, 0);
-		snprintf(want, sizeof(want), "%s %s:%d\n", sites[s], SOURCE, line);
-		cr_expect(strstr(lines, want), "no '%s' in:\n%s", want, lines);
-	}
+	out_expect_site_lines(lines, SOURCE, sites, N_SITES);
 	free(lines);
 
 	raw = pprof("-raw", pb);

@@ -89,9 +89,9 @@ $(OCAML_TEST_PROGS_DIR)/handover: tests/ocaml/progs/handover.ml $(OCAML_PKG_FILE
 ALL_TARGETS += $(OCAML_TEST_PROGS)
 
 # ---- Test settings (tests/build.mk) ----
-EXTRA_CFLAGS_tests/ocaml/ := -Iuserspace -Ibpf -DOCAML_UNDER_TEST=4
+EXTRA_CFLAGS_tests/ocaml/ := -Iuserspace -Ibpf -Itests/attach -DOCAML_UNDER_TEST=4
 TEST_NEEDS_ocaml = $(OCAML_TEST_PROGS) $(LOADER)
-TEST_LIBS_ocaml = $(LOADER_LIB_OBJS)
+TEST_LIBS_ocaml = $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
 TEST_LDLIBS_ocaml = $(LOADER_LIBS)
 
 # ---- Bench (table 5): the sites program without the adapter ----
@@ -184,8 +184,8 @@ $(OCAML5_TEST_PROGS_DIR)/handover: tests/ocaml/progs/handover.ml $(OCAML5_PKG_FI
 	$(call ocaml5_prog,-g,$(OCAML5_UNIX),$<)
 
 # tests/ocaml5/ compiles tests/ocaml's sources against these programs.
-EXTRA_CFLAGS_tests/ocaml5/ := -Iuserspace -Ibpf -Itests/ocaml \
+EXTRA_CFLAGS_tests/ocaml5/ := -Iuserspace -Ibpf -Itests/ocaml -Itests/attach \
 	-DOCAML_PROGS_DIR='"$(OCAML5_TEST_PROGS_DIR)/"' -DOCAML_UNDER_TEST=5
 TEST_NEEDS_ocaml5 = $(OCAML5_TEST_PROGS) $(LOADER)
-TEST_LIBS_ocaml5 = $(LOADER_LIB_OBJS)
+TEST_LIBS_ocaml5 = $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
 TEST_LDLIBS_ocaml5 = $(LOADER_LIBS)

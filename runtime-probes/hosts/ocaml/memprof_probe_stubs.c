@@ -627,13 +627,7 @@ static void *helper_main(void *arg)
 		int up;
 
 		nanosleep(&pause, NULL);
-		if (probe_flush_requested()) {
-			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
-			events_flush();
-			probe_flush_served(request);
-		} else if (probe_events_stale(&events_queue, POLL_MS * 1000000ull)) {
-			events_flush();
-		}
+		probe_events_service(&events_queue, POLL_MS * 1000000ull, events_flush);
 		up = tracer_up();
 		if (up != last) {
 			last = up;
@@ -788,13 +782,7 @@ static void *helper_main(void *arg)
 		int up;
 
 		nanosleep(&pause, NULL);
-		if (probe_flush_requested()) {
-			__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
-			events_flush();
-			probe_flush_served(request);
-		} else if (probe_events_stale(&events_queue, POLL_MS * 1000000ull)) {
-			events_flush();
-		}
+		probe_events_service(&events_queue, POLL_MS * 1000000ull, events_flush);
 		up = tracer_up();
 		if (up != atomic_load(&acked) && !atomic_load(&poll_requested)) {
 			atomic_store(&poll_requested, 1);
