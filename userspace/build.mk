@@ -89,7 +89,7 @@ demo: $(DEPS_STAMP)
 # while they run (never started under LD_PRELOAD), and two it must refuse ----
 INJECT_PROGS_DIR := $(BUILD)/tests/inject/progs
 INJECT_PROGS := $(INJECT_PROGS_DIR)/sites $(INJECT_PROGS_DIR)/sites_cxx \
-	$(INJECT_PROGS_DIR)/libsite.so $(INJECT_PROGS_DIR)/sites.py \
+	$(INJECT_PROGS_DIR)/libsite.so $(INJECT_PROGS_DIR)/sites.py $(INJECT_PROGS_DIR)/sites.pl \
 	$(INJECT_PROGS_DIR)/static_wait $(INJECT_PROGS_DIR)/seccomp_wait \
 	$(INJECT_PROGS_DIR)/syscalls
 INJECT_PROG_FLAGS := -O1 -g -rdynamic -fno-optimize-sibling-calls
@@ -107,7 +107,7 @@ $(INJECT_PROGS_DIR)/libsite.so: tests/inject/progs/libsite.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(WARN) $(INJECT_PROG_FLAGS) -fPIC -shared -o $@ $<
 
-$(INJECT_PROGS_DIR)/sites.py: tests/inject/progs/sites.py
+$(INJECT_PROGS_DIR)/sites.py $(INJECT_PROGS_DIR)/sites.pl: $(INJECT_PROGS_DIR)/%: tests/inject/progs/%
 	@mkdir -p $(@D)
 	cp $< $@
 

@@ -72,3 +72,43 @@ Test(inject, python3_with_pythonmalloc_malloc)
 
 	inject_and_check(argv, env, 20000);
 }
+
+/*
+ * A report names the code that asked for the memory, not the allocation
+ * wrappers of a runtime nobody here wrote: perl's every allocation goes
+ * through Perl_safesysmalloc or Perl_safesysrealloc (the stacks keep them).
+ */
+Test(inject, report_sites_are_past_the_runtime_allocation_wrappers)
+{
+	const char *argv[] = {"/usr/bin/perl", INJECT_PROGS "/sites.pl", "@GO", "300", NULL};
+	char report[300], alloc[300];
+	struct session s;
+	pid_t loader;
+	int lstatus;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	snprintf(report, sizeof(report), "%s/report.txt", s.views);
+	const char *extra[] = {"--rate", INJECT_RATE,	"--format", "text", "-o",
+			       report,	 "--all-views", s.views,    NULL};
+	const char *log = session_loader(&s, extra, 1, &loader, &lstatus);
+	session_go(&s);
+	cr_assert_eq(session_wait(s.prog), 0, "perl failed");
+	lstatus = session_wait(loader);
+	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == EXIT_OK, "loader: %s", slurp(log));
+	char *text = slurp(report);
+	snprintf(alloc, sizeof(alloc), "%s/alloc.folded", s.views);
+	char *folded = slurp(alloc);
+	cr_assert(text && folded);
+	/* The stacks go through the wrappers; the sites do not stop there. */
+	cr_expect_not_null(strstr(folded, ";Perl_safesys"), "no wrapper in the stacks:\n%.2000s",
+			   folded);
+	const char *sites = strstr(text, "-- by site");
+	cr_assert_not_null(sites, "%s", text);
+	cr_expect_null(strstr(sites, " Perl_safesys"), "a wrapper as a site:\n%.3000s", text);
+	cr_expect_not_null(strstr(sites, " Perl_"), "no interpreter function as a site:\n%.3000s",
+			   text);
+	free(text);
+	free(folded);
+	session_end(&s);
+}
