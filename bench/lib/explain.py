@@ -138,7 +138,7 @@ def t2(work):
     if parts:
         out.append("On the runtime, the traced run's CPU time against the detached one is " +
                    "; ".join(parts) + ".")
-    ns = []
+    ns, ns_rounds = [], []
     for path, label, metric, per in ((rt, "attached-1e-3", "values.target_cpu_s",
                                       "values.memprof_ctl_samples"),
                                      (mm, "attached-1e-3", "values.work_cpu_ns",
@@ -157,6 +157,7 @@ def t2(work):
         v = [(a[r] - b[r]) / n[r] * scale for r in set(a) & set(b) & set(n) if n[r]]
         # A round where attaching looked free means the noise swamps the figure.
         ns.append(statistics.median(v) if v and min(v) > 0 else None)
+        ns_rounds.append((min(v), max(v)) if v and min(v) > 0 else None)
     if ns[0] is not None:
         out.append(f"At 1e-3, where samples dominate the difference, each traced sample costs"
                    f" about {ns[0]:,.0f} ns of CPU on the runtime")
@@ -191,7 +192,7 @@ def t2(work):
     low = ratio(rt, "attached-1e-5", "detached", "values.target_cpu_s")
     if low:
         out.append(f"At the default rate 1e-5 the traced runtime runs at {cost(low)}.")
-    targets = t2_targets(mm, ns)
+    targets = t2_targets(mm, ns, ns_rounds)
     if targets:
         out.append(targets)
     if not out:
@@ -199,20 +200,40 @@ def t2(work):
     return " ".join(out)
 
 
+def psc_ns(work):
+    """The preload micro-benchmark's ns per sample with a call stack, or None."""
+    try:
+        for line in open(os.path.join(work, "t2-psc.out")):
+            if line.startswith("sample_ns_with_stack "):
+                return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 # Issue 10's targets, stated against this run's figures.
 TARGET_SAMPLE_NS = 1500
 TARGET_MALLOC_1E4 = 1.15
 
 
-def t2_targets(mm, ns):
+def t2_targets(mm, ns, ns_rounds):
     """Which of the cost targets this run meets, and for a missed one why."""
     def verdict(ok):
         return "met" if ok else "missed"
     parts = []
-    for host, v in (("runtime", ns[0]), ("malloc preload", ns[1])):
-        if v is not None:
-            parts.append(f"{v:,.0f} ns per traced sample on the {host} at 1e-3"
-                         f" ({verdict(v <= TARGET_SAMPLE_NS)})")
+    for host, v, rr in (("runtime", ns[0], ns_rounds[0]), ("malloc preload", ns[1], ns_rounds[1])):
+        if v is None:
+            continue
+        lo, hi = rr
+        if hi <= TARGET_SAMPLE_NS:
+            how = "met in every round"
+        elif lo > TARGET_SAMPLE_NS:
+            how = "missed in every round"
+        else:
+            how = (f"{verdict(v <= TARGET_SAMPLE_NS)} by the median; the rounds"
+                   f" ({lo:,.0f} to {hi:,.0f} ns) straddle the target, so on this machine"
+                   f" the figure is at the target within its noise")
+        parts.append(f"{v:,.0f} ns per traced sample on the {host} at 1e-3 ({how})")
     r4 = ratio(mm, "attached-1e-4", "detached", "values.work_cpu_ns")
     if r4:
         parts.append(f"mallocmix attached at 1e-4 {r4[0]:.2f}x"
@@ -222,6 +243,23 @@ def t2_targets(mm, ns):
     s = (f"Targets: at most {TARGET_SAMPLE_NS:,} ns per traced sample at 1e-3 on both hosts,"
          f" and the malloc workload attached at 1e-4 within {TARGET_MALLOC_1E4:.2f}x: "
          + "; ".join(parts) + ".")
+    malloc_ns, malloc_rr = ns[1], ns_rounds[1]
+    if malloc_ns is not None and malloc_rr[1] > TARGET_SAMPLE_NS:
+        psc = psc_ns(os.path.dirname(mm))
+        if psc is not None:
+            rest = malloc_ns - psc - OPT_UPROBE_NS
+            s += (f" Where the malloc host's {malloc_ns:,.0f} ns go: the in-process part"
+                  f" (the draw, the call stack, the core's entry and the sampled-block table,"
+                  f" callbacks) is {psc:,.0f} ns by the preload's own micro-benchmark above,"
+                  f" one optimised uprobe hit about {OPT_UPROBE_NS:,} ns, and the remaining"
+                  f" {rest:,.0f} ns are the sample's BPF program (stack copy and interning,"
+                  f" aggregates, the block's home slot), its death's share of an events batch"
+                  f" (Table 7 times that program) and the free path's lookups, with the cache"
+                  f" misses a micro-benchmark does not see. The runtime host shares the BPF"
+                  f" side and meets the target; what the malloc host adds is its own"
+                  f" bookkeeping and libunwind's DWARF unwinding. Cutting the uprobe hit per"
+                  f" sample (batching the samples as the events are) is the step that would"
+                  f" bring it reliably under {TARGET_SAMPLE_NS:,} ns.")
     if r4 and r4[0] > TARGET_MALLOC_1E4 and os.path.exists(mm):
         runs = load(mm)
         n = by_round(runs, "attached-1e-4", "values.memprof_samples")
