@@ -404,17 +404,22 @@ static __always_inline int blocks_remove(__u64 id, struct memprof_block_slot *ho
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_source,
-	     __u64 stack_ptr, __u64 stack_len, __u64 inv_rate_q16)
+/* One sample, from either form of memprof:sample (memprof_probe_abi.h). */
+struct sample_rec {
+	__u64 w[MEMPROF_PROBE_REC_WORDS];
+};
+
+static __always_inline void sample_one(const struct sample_rec *r)
 {
+	__u64 id = r->w[MEMPROF_PROBE_REC_ID], size = r->w[MEMPROF_PROBE_REC_SIZE];
+	__u64 n_samples = r->w[MEMPROF_PROBE_REC_N_SAMPLES];
+	__u64 kind_source = r->w[MEMPROF_PROBE_REC_KIND_SOURCE];
+	__u64 inv_rate_q16 = r->w[MEMPROF_PROBE_REC_INV_RATE_Q16];
 	struct memprof_block b = {};
 	__u32 stack_flags = 0;
 	__u64 est;
 	int err;
 
-	if (!is_target())
-		return 0;
 	count(MEMPROF_CNT_SAMPLES);
 	if (!first_id)
 		__sync_val_compare_and_swap(&first_id, 0, id);
@@ -434,24 +439,76 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_s
 	b.est_bytes = est;
 	/* Objects this sample stands for: n / (rate * size), unbiased per block. */
 	b.est_objects_q16 = n_samples * inv_rate_q16 / (size ? size : 1);
-	b.alloc_ns = bpf_ktime_get_ns();
-	b.stack_id = sample_stack(stack_ptr, stack_len, stack_flags);
+	b.alloc_ns = r->w[MEMPROF_PROBE_REC_TIME_NS];
+	b.stack_id = sample_stack(r->w[MEMPROF_PROBE_REC_STACK_PTR],
+				  r->w[MEMPROF_PROBE_REC_STACK_LEN], stack_flags);
 	if (MEMPROF_PROBE_KIND(kind_source) == MEMPROF_PROBE_KIND_MAJOR)
 		b.flags |= MEMPROF_BLOCK_BORN_MAJOR;
 	aggs_add(b.stack_id, MEMPROF_VIEW_ALLOC, n_samples, est, b.est_objects_q16);
 	err = blocks_insert(id, &b);
 	if (err == BLOCKS_DUPLICATE) {
 		count(MEMPROF_CNT_DUPLICATE_IDS);
-		return 0;
+		return;
 	}
 	if (err) {
 		__u8 one = 1;
 
 		count(MEMPROF_CNT_DROP_BLOCKS_FULL);
 		bpf_map_update_elem(&untracked, &id, &one, BPF_ANY);
-		return 0;
+		return;
 	}
 	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
+}
+
+/* memprof:sample with seven arguments: one sample, timed by this probe. */
+SEC("usdt")
+int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_source,
+	     __u64 stack_ptr, __u64 stack_len, __u64 inv_rate_q16)
+{
+	struct sample_rec r;
+
+	if (!is_target())
+		return 0;
+	r.w[MEMPROF_PROBE_REC_ID] = id;
+	r.w[MEMPROF_PROBE_REC_SIZE] = size;
+	r.w[MEMPROF_PROBE_REC_N_SAMPLES] = n_samples;
+	r.w[MEMPROF_PROBE_REC_KIND_SOURCE] = kind_source;
+	r.w[MEMPROF_PROBE_REC_STACK_PTR] = stack_ptr;
+	r.w[MEMPROF_PROBE_REC_STACK_LEN] = stack_len;
+	r.w[MEMPROF_PROBE_REC_INV_RATE_Q16] = inv_rate_q16;
+	r.w[MEMPROF_PROBE_REC_TIME_NS] = bpf_ktime_get_ns();
+	sample_one(&r);
+	return 0;
+}
+
+/* One record of a batched memprof:sample: ctx is the batch's user address. */
+static long on_sample_record(__u32 i, void *ctx)
+{
+	__u64 base = *(__u64 *)ctx;
+	struct sample_rec r;
+
+	if (bpf_probe_read_user(&r, sizeof(r), (const void *)(base + (__u64)i * sizeof(r)))) {
+		count(MEMPROF_CNT_BAD_EVENTS);
+		return 1; /* the rest is unreadable too */
+	}
+	sample_one(&r);
+	return 0;
+}
+
+/* memprof:sample with two arguments: a batch of records, one bpf_loop. */
+SEC("usdt")
+int BPF_USDT(memprof_samples, __u64 records_ptr, __u64 n)
+{
+	__u64 base = records_ptr;
+
+	if (!is_target())
+		return 0;
+	count(MEMPROF_CNT_SAMPLE_BATCHES);
+	if (n > MEMPROF_PROBE_SAMPLES_MAX) {
+		count(MEMPROF_CNT_BAD_EVENTS);
+		n = MEMPROF_PROBE_SAMPLES_MAX;
+	}
+	bpf_loop(n, on_sample_record, &base, 0);
 	return 0;
 }
 

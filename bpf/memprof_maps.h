@@ -188,10 +188,11 @@ enum memprof_counter {
 	 * tracer attached first).
 	 */
 	MEMPROF_CNT_ORPHAN_EARLY,
-	MEMPROF_CNT_INNER_STACKS,    /* samples kept with their innermost frames (table full) */
-	MEMPROF_CNT_EVENT_PROBES,    /* memprof:events probes seen (batches) */
-	MEMPROF_CNT_BAD_EVENTS,	     /* events unreadable or of an unknown kind */
+	MEMPROF_CNT_INNER_STACKS, /* samples kept with their innermost frames (table full) */
+	MEMPROF_CNT_EVENT_PROBES, /* memprof:events probes seen (batches) */
+	MEMPROF_CNT_BAD_EVENTS,	  /* events or sample records unreadable, or of an unknown kind */
 	MEMPROF_CNT_OVERFLOW_BLOCKS, /* blocks tracked in the overflow: home slot taken */
+	MEMPROF_CNT_SAMPLE_BATCHES,  /* batched memprof:sample probes seen */
 	MEMPROF_N_COUNTERS,
 };
 

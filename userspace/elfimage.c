@@ -172,6 +172,17 @@ static enum elf_image_status read_symtab(struct reader *r, struct elf_image *img
 	return ELF_IMAGE_OK;
 }
 
+/* Arguments of a USDT argument string ("8@%rdi -8@%rsi"): its words. */
+static int usdt_arg_count(const char *args)
+{
+	int n = 0;
+
+	for (const char *p = args; *p; p++)
+		if (*p != ' ' && (p == args || p[-1] == ' '))
+			n++;
+	return n;
+}
+
 static enum elf_image_status read_stapsdt(struct reader *r, struct elf_image *img, Elf_Scn *scn)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
@@ -199,9 +210,16 @@ static enum elf_image_status read_stapsdt(struct reader *r, struct elf_image *im
 		for (int p = 0; p < ELF_N_PROBES; p++)
 			if (!strcmp(name, elf_probe_names[p]))
 				img->probes |= 1u << p;
-		if (!strcmp(name, MEMPROF_PROBE_SAMPLE))
+		if (!strcmp(name, MEMPROF_PROBE_SAMPLE)) {
+			const char *args = name + strlen(name) + 1;
+
 			memcpy(&img->sample_semaphore, desc + 2 * sizeof(uint64_t),
 			       sizeof(uint64_t));
+			if (args < desc + nh.n_descsz &&
+			    memchr(args, '\0', desc + nh.n_descsz - args) &&
+			    usdt_arg_count(args) == 2)
+				img->probes |= ELF_PROBE_SAMPLE_BATCHED;
+		}
 	}
 	return ELF_IMAGE_OK;
 }

@@ -12,6 +12,8 @@
 /* Bits of elf_image.probes, one per memprof probe name. */
 enum elf_probe { ELF_PROBE_SAMPLE, ELF_PROBE_EVENTS, ELF_PROBE_GC, ELF_N_PROBES };
 extern const char *const elf_probe_names[ELF_N_PROBES];
+/* Also in elf_image.probes: memprof:sample is the batched form (two arguments). */
+#define ELF_PROBE_SAMPLE_BATCHED (1u << ELF_N_PROBES)
 
 struct elf_load {
 	uint64_t vaddr, offset;

@@ -954,7 +954,7 @@ static void report_one(const struct session *s, const struct traced *p)
 	    " duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
 	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 " orphans_map_full %" PRIu64
 	    " orphans_before_attach %" PRIu64 " event_batches %" PRIu64 " cut_stacks %" PRIu64
-	    " inner_stacks %" PRIu64 " overflow_blocks %" PRIu64 "\n",
+	    " inner_stacks %" PRIu64 " overflow_blocks %" PRIu64 " sample_batches %" PRIu64 "\n",
 	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS), orphans,
 	    tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
@@ -963,7 +963,8 @@ static void report_one(const struct session *s, const struct traced *p)
 	    tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES),
 	    tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
 	    tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
-	    tracer_counter(tr, MEMPROF_CNT_OVERFLOW_BLOCKS));
+	    tracer_counter(tr, MEMPROF_CNT_OVERFLOW_BLOCKS),
+	    tracer_counter(tr, MEMPROF_CNT_SAMPLE_BATCHES));
 	if (dropped)
 		fprintf(stderr,
 			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "

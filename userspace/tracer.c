@@ -109,11 +109,12 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 	return TRACER_OK;
 }
 
-static struct bpf_program *program_of(struct tracer *tr, enum elf_probe p)
+static struct bpf_program *program_of(struct tracer *tr, enum elf_probe p, unsigned probes)
 {
 	switch (p) {
 	case ELF_PROBE_SAMPLE:
-		return tr->skel->progs.memprof_sample;
+		return probes & ELF_PROBE_SAMPLE_BATCHED ? tr->skel->progs.memprof_samples
+							 : tr->skel->progs.memprof_sample;
 	case ELF_PROBE_EVENTS:
 		return tr->skel->progs.memprof_events;
 	default:
@@ -139,9 +140,9 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 
 			if (!(t->files[f].probes & (1u << p)))
 				continue;
-			link = bpf_program__attach_usdt(program_of(tr, p), t->pid, t->files[f].path,
-							MEMPROF_PROBE_PROVIDER, elf_probe_names[p],
-							NULL);
+			link = bpf_program__attach_usdt(
+			    program_of(tr, p, t->files[f].probes), t->pid, t->files[f].path,
+			    MEMPROF_PROBE_PROVIDER, elf_probe_names[p], NULL);
 			if (!link) {
 				rc = -errno;
 				snprintf(err, errlen, "cannot attach to memprof:%s in %s: %s",

@@ -163,20 +163,15 @@ def t2(work):
                    f" about {ns[0]:,.0f} ns of CPU on the runtime")
         if ns[1] is not None:
             out[-1] += f" and {ns[1]:,.0f} ns in the malloc preload"
-        out[-1] += (" (call-stack capture, uprobe hit, BPF program, stack copy and the"
-                    " in-process sampling together). One uprobe hit with a BPF program"
-                    f" measured about {INT3_UPROBE_NS:,} ns on a 1-byte nop site and about"
-                    f" {OPT_UPROBE_NS:,} ns on the 5-byte nop sites memprof uses (the kernel"
-                    " optimises those); a traced sample takes one hit (its promotion and death"
-                    " go in memprof:events batches, one hit per collection, epoch or 256"
-                    " events)")
-        known = [x for x in ns if x is not None]
-        if known and min(known) > 2 * INT3_UPROBE_NS:
-            out[-1] += (", so most of each figure is the rest of that list, not the"
-                        " uprobe itself.")
-        else:
-            out[-1] += "."
-        out.append(f"Against the floor of one optimised uprobe hit ({OPT_UPROBE_NS:,} ns):"
+        out[-1] += (" (call-stack capture, the in-process sampling, the sample's record and"
+                    " its share of the batch's uprobe hit, the BPF programs and the stack copy"
+                    " together). One uprobe hit with a BPF program measured about"
+                    f" {INT3_UPROBE_NS:,} ns on a 1-byte nop site and about {OPT_UPROBE_NS:,} ns"
+                    " on the 5-byte nop sites memprof uses (the kernel optimises those); a"
+                    " traced sample no longer takes one of its own: samples, promotions and"
+                    " deaths go in batches (memprof:sample and memprof:events, one hit per"
+                    " collection, epoch or 256 of them).")
+        out.append(f"Against one optimised uprobe hit ({OPT_UPROBE_NS:,} ns):"
                    f" {ns[0] / OPT_UPROBE_NS:.1f}x on the runtime"
                    + (f", {ns[1] / OPT_UPROBE_NS:.1f}x in the malloc preload" if ns[1] else "")
                    + ".")
@@ -247,19 +242,17 @@ def t2_targets(mm, ns, ns_rounds):
     if malloc_ns is not None and malloc_rr[1] > TARGET_SAMPLE_NS:
         psc = psc_ns(os.path.dirname(mm))
         if psc is not None:
-            rest = malloc_ns - psc - OPT_UPROBE_NS
+            rest = malloc_ns - psc
             s += (f" Where the malloc host's {malloc_ns:,.0f} ns go: the in-process part"
                   f" (the draw, the call stack, the core's entry and the sampled-block table,"
                   f" callbacks) is {psc:,.0f} ns by the preload's own micro-benchmark above,"
-                  f" one optimised uprobe hit about {OPT_UPROBE_NS:,} ns, and the remaining"
-                  f" {rest:,.0f} ns are the sample's BPF program (stack copy and interning,"
-                  f" aggregates, the block's home slot), its death's share of an events batch"
-                  f" (Table 7 times that program) and the free path's lookups, with the cache"
-                  f" misses a micro-benchmark does not see. The runtime host shares the BPF"
-                  f" side and meets the target; what the malloc host adds is its own"
-                  f" bookkeeping and libunwind's DWARF unwinding. Cutting the uprobe hit per"
-                  f" sample (batching the samples as the events are) is the step that would"
-                  f" bring it reliably under {TARGET_SAMPLE_NS:,} ns.")
+                  f" and the remaining {rest:,.0f} ns are the sample's record in its batch"
+                  f" (the BPF program's stack copy and interning, aggregates, the block's home"
+                  f" slot), its death's share of an events batch (Table 7 times that program)"
+                  f" and the free path's lookups, with the cache misses a micro-benchmark does"
+                  f" not see. The runtime host shares the BPF side and meets the target; what"
+                  f" the malloc host adds is its own bookkeeping and libunwind's DWARF"
+                  f" unwinding.")
     if r4 and r4[0] > TARGET_MALLOC_1E4 and os.path.exists(mm):
         runs = load(mm)
         n = by_round(runs, "attached-1e-4", "values.memprof_samples")
@@ -269,16 +262,16 @@ def t2_targets(mm, ns, ns_rounds):
             if keys:
                 samples = statistics.median(n[k] for k in keys)
                 work_ns = statistics.median(w[k] for k in keys)
-                floor = samples * OPT_UPROBE_NS / work_ns
+                psc = psc_ns(os.path.dirname(mm))
                 s += (f" Why 1e-4 is missed: mallocmix allocates so fast that at 1e-4 it takes"
                       f" {samples:,.0f} samples in {work_ns / 1e6:,.0f} ms of work"
-                      f" ({samples / work_ns * 1e9:,.0f} per second of CPU), so one optimised"
-                      f" uprobe hit per sample alone, with an empty BPF program, would add"
-                      f" {floor * 100:.0f}%; within {TARGET_MALLOC_1E4:.2f}x a traced sample"
-                      f" would have to cost under"
-                      f" {(TARGET_MALLOC_1E4 - 1) * work_ns / samples:,.0f} ns in all, call-stack"
-                      f" capture included, and at 1e-4 a sample finds its caches colder than at"
-                      f" 1e-3.")
+                      f" ({samples / work_ns * 1e9:,.0f} per second of CPU); within"
+                      f" {TARGET_MALLOC_1E4:.2f}x a traced sample would have to cost under"
+                      f" {(TARGET_MALLOC_1E4 - 1) * work_ns / samples:,.0f} ns in all")
+                if psc is not None:
+                    s += (f", of which the in-process part alone (call stack included) takes"
+                          f" {psc:,.0f} ns")
+                s += ", and at 1e-4 a sample finds its caches colder than at 1e-3."
     return s
 
 

@@ -21,7 +21,8 @@ __attribute__((used, visibility("default"))) struct memprof_probe_control mempro
     .abi_version = MEMPROF_PROBE_ABI_VERSION,
 };
 
-/* Longest a queued promote/dealloc event waits while the host polls. */
+#define PROBE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* Longest a queued sample or promote/dealloc event waits while the host polls. */
 #define PROBE_EVENTS_MAX_AGE_NS 10000000u
 
 /* Mirror of memprof_core.tracer_on, read without the lock by probe_poll. */
@@ -44,26 +45,74 @@ __attribute__((constructor)) static void probe_sites_init(void)
 	pthread_atfork(NULL, NULL, probe_fork_child);
 }
 
+/*
+ * Samples waiting for the next memprof:sample hit (the batched form,
+ * memprof_probe_abi.h).  Locked (the core lock).  Each record's stack points
+ * into frames, where the sample's stack was copied: a record and its frames
+ * stay put until the flush.  Invariants: n <= MEMPROF_PROBE_SAMPLES_MAX,
+ * n_frames <= PROBE_SAMPLES_FRAMES, and while n < MEMPROF_PROBE_SAMPLES_MAX
+ * there is room for one more whole stack (PROBE_SAMPLES_FRAMES - n_frames
+ * >= MEMPROF_PROBE_MAX_STACK): a full buffer is flushed at once.
+ */
+#define PROBE_SAMPLES_FRAMES (64 * MEMPROF_PROBE_MAX_STACK)
+static struct probe_samples {
+	uint64_t rec[MEMPROF_PROBE_SAMPLES_MAX][MEMPROF_PROBE_REC_WORDS];
+	uint64_t frames[PROBE_SAMPLES_FRAMES];
+	volatile uint32_t n; /* queued; read without the lock to decide on a flush */
+	uint32_t n_frames;
+	uint64_t first_ns; /* when the first one was queued, CLOCK_MONOTONIC_COARSE */
+} probe_samples_queue;
+
+/* Hand the queued samples to the tracer (one probe hit).  Locked. */
+static void probe_samples_flush_locked(void)
+{
+	struct probe_samples *b = &probe_samples_queue;
+	uint64_t p = (uint64_t)(uintptr_t)b->rec, n = b->n;
+
+	if (n && SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed()) {
+		DTRACE_PROBE2(memprof, sample, p, n);
+		__atomic_fetch_add(&memprof_probe_control.samples, n, __ATOMIC_RELAXED);
+	}
+	b->n = 0;
+	b->n_frames = 0;
+}
+
 void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind, unsigned source,
 		       const uintptr_t *stack, size_t stack_len, double lambda, int bytes)
 {
+	struct probe_samples *b = &probe_samples_queue;
 	double inv = lambda > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / lambda) : 0;
-	uint64_t inv_q16 = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
-	uint64_t ks = MEMPROF_PROBE_KIND_SOURCE(kind, source);
-	uint64_t sp = (uint64_t)(uintptr_t)stack;
-	uint64_t sl = stack_len;
-	uint64_t sz = size, n = n_samples;
+	uint64_t ks = MEMPROF_PROBE_KIND_SOURCE(kind, source), *r;
+	size_t sl = stack_len;
 
+	if (!SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
+		return;
 	if (bytes)
 		ks |= MEMPROF_PROBE_F_BYTES;
 	if (sl > MEMPROF_PROBE_MAX_STACK) {
 		sl = MEMPROF_PROBE_MAX_STACK;
 		ks |= MEMPROF_PROBE_F_STACK_CUT;
 	}
-	if (SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed()) {
-		DTRACE_PROBE7(memprof, sample, id, sz, n, ks, sp, sl, inv_q16);
-		__atomic_fetch_add(&memprof_probe_control.samples, 1, __ATOMIC_RELAXED);
-	}
+	MEMPROF_ASSERT(b->n < MEMPROF_PROBE_SAMPLES_MAX &&
+		       b->n_frames + MEMPROF_PROBE_MAX_STACK <= PROBE_SAMPLES_FRAMES);
+	if (b->n == 0)
+		b->first_ns = probe_events_clock_ns(CLOCK_MONOTONIC_COARSE);
+	r = b->rec[b->n];
+	r[MEMPROF_PROBE_REC_ID] = id;
+	r[MEMPROF_PROBE_REC_SIZE] = size;
+	r[MEMPROF_PROBE_REC_N_SAMPLES] = n_samples;
+	r[MEMPROF_PROBE_REC_KIND_SOURCE] = ks;
+	r[MEMPROF_PROBE_REC_STACK_PTR] = (uint64_t)(uintptr_t)&b->frames[b->n_frames];
+	r[MEMPROF_PROBE_REC_STACK_LEN] = sl;
+	r[MEMPROF_PROBE_REC_INV_RATE_Q16] = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
+	r[MEMPROF_PROBE_REC_TIME_NS] = probe_events_clock_ns(CLOCK_MONOTONIC);
+	for (size_t k = 0; k < sl; k++)
+		b->frames[b->n_frames + k] = stack[k];
+	b->n_frames += (uint32_t)sl;
+	b->n++;
+	if (b->n == MEMPROF_PROBE_SAMPLES_MAX ||
+	    PROBE_SAMPLES_FRAMES - b->n_frames < MEMPROF_PROBE_MAX_STACK)
+		probe_samples_flush_locked();
 }
 
 /* Promotions and deaths waiting for the next memprof:events hit.  Locked. */
@@ -71,6 +120,8 @@ static struct probe_events probe_events_queue;
 
 __attribute__((noinline)) void probe_events_flush_locked(void)
 {
+	/* A block's sample goes before its events. */
+	probe_samples_flush_locked();
 	probe_events_flush(&probe_events_queue);
 }
 
@@ -82,7 +133,7 @@ void probe_event_locked(uint64_t id, unsigned what)
 
 void memprof_probe_flush(void)
 {
-	if (!probe_events_queue.n)
+	if (!probe_events_queue.n && !probe_samples_queue.n)
 		return;
 	pthread_mutex_lock(&memprof_core.lock);
 	probe_events_flush_locked();
@@ -149,6 +200,11 @@ int probe_poll(void)
 		 * and no longer once the tracer asks for them. */
 		probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS,
 				     memprof_probe_flush);
+		if (PROBE_UNLIKELY(probe_samples_queue.n &&
+				   (int64_t)(probe_events_clock_ns(CLOCK_MONOTONIC_COARSE) -
+					     probe_samples_queue.first_ns) >
+				       PROBE_EVENTS_MAX_AGE_NS))
+			memprof_probe_flush();
 		return 0;
 	}
 	int changed = 0;

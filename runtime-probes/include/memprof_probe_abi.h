@@ -38,6 +38,23 @@
  *                            MEMPROF_PROBE_F_BYTES).  The sample stands for
  *                            n_samples * inv_rate_q16 / 65536 units, and
  *                            for that divided by size objects.
+ *       The sample's time is the probe's (bpf_ktime_get_ns).
+ *
+ *   memprof:sample   (records_ptr, count)
+ *       The batched form, told apart by its two arguments: count samples,
+ *       in the order they were taken, in one probe hit, so that a traced
+ *       sample does not pay a uprobe hit of its own.  A host fires it when
+ *       its buffer is full, before every memprof:events (a block's sample
+ *       comes before its events), at its polls once a sample has waited a
+ *       while (the core: 10 ms), and when a tracer asks for a flush.  A
+ *       host has one form of the probe, not both.
+ *         records_ptr   u64  user address of count records of
+ *                            MEMPROF_PROBE_REC_WORDS u64 each, at the
+ *                            MEMPROF_PROBE_REC_* indexes: the seven values
+ *                            above (stack_ptr pointing to host memory that
+ *                            is valid while the handler runs) and the
+ *                            sample's CLOCK_MONOTONIC time in ns.
+ *         count         u64  1..MEMPROF_PROBE_SAMPLES_MAX.
  *
  *   memprof:events   (events_ptr, count)
  *       Promotions and deaths of tracked blocks, in the order they
@@ -90,6 +107,19 @@
 /* Longest call stack a sample probe hands over. */
 #define MEMPROF_PROBE_MAX_STACK 128
 
+/* A record of the batched memprof:sample: its u64 words. */
+#define MEMPROF_PROBE_REC_ID 0
+#define MEMPROF_PROBE_REC_SIZE 1
+#define MEMPROF_PROBE_REC_N_SAMPLES 2
+#define MEMPROF_PROBE_REC_KIND_SOURCE 3
+#define MEMPROF_PROBE_REC_STACK_PTR 4
+#define MEMPROF_PROBE_REC_STACK_LEN 5
+#define MEMPROF_PROBE_REC_INV_RATE_Q16 6
+#define MEMPROF_PROBE_REC_TIME_NS 7
+#define MEMPROF_PROBE_REC_WORDS 8
+/* Records per batched memprof:sample probe, at most. */
+#define MEMPROF_PROBE_SAMPLES_MAX 256u
+
 /* Events per memprof:events probe, at most. */
 #define MEMPROF_PROBE_EVENTS_MAX 256u
 /* An event: the block id (below 2^62) and what happened to it. */
@@ -126,8 +156,9 @@
 
 #define MEMPROF_PROBE_CONTROL_SYMBOL "memprof_probe_control"
 #define MEMPROF_PROBE_CONTROL_MAGIC 0x4d454d50524f4631ull /* "MEMPROF1" */
-/* 2: memprof:events replaces memprof:promote and memprof:dealloc; units; 128 frames. */
-#define MEMPROF_PROBE_ABI_VERSION 2u
+/* 2: memprof:events replaces memprof:promote and memprof:dealloc; units; 128 frames.
+ * 3: memprof:sample may be batched (two arguments: records). */
+#define MEMPROF_PROBE_ABI_VERSION 3u
 
 /* flags, written by the host. */
 #define MEMPROF_PROBE_F_IN_PROCESS 1u /* an in-process profile is sampling */
@@ -162,7 +193,7 @@ struct memprof_probe_control {
 	__u32 flags;	       /* MEMPROF_PROBE_F_* */
 	double requested_rate; /* 0 means MEMPROF_PROBE_DEFAULT_RATE */
 	double active_rate;    /* rate in force, 0 when not sampling */
-	__u64 samples;	       /* sample probes fired so far (monotonic) */
+	__u64 samples;	       /* samples handed to memprof:sample so far (monotonic) */
 	__u64 dropped;	       /* samples dropped (table growth failed) */
 	__u64 promotes;	       /* promote events handed to memprof:events (monotonic) */
 	__u64 deallocs;	       /* dealloc events handed to memprof:events (monotonic) */

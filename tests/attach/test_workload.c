@@ -110,6 +110,11 @@ Test(attach_workload, views_follow_the_sites_and_sampling_stops_on_detach)
 	cr_expect_eq(loader_stat(err, "double_promotes"), 0);
 	cr_expect_eq(loader_stat(err, "duplicate_ids"), 0);
 	cr_expect_eq(loader_stat(err, "dropped"), 0);
+	/* The core hands its samples over in batches (ABI 3). */
+	cr_expect_gt(loader_stat(err, "sample_batches"), 0);
+	cr_expect_lt(loader_stat(err, "sample_batches") * 4, loader_stat(err, "samples"),
+		     "%lld batches for %lld samples", loader_stat(err, "sample_batches"),
+		     loader_stat(err, "samples"));
 	cr_assert_eq(site_table_read_lines(out, &work), 0);
 	for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 		snprintf(path, sizeof(path), "%s/%s.folded", views, memprof_view_names[v]);
