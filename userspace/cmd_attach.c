@@ -175,22 +175,12 @@ int cmd_attach(int argc, char **argv)
 	 */
 	if (o.snapshot_dir && outfile_make_dir(o.snapshot_dir, err, sizeof(err)))
 		return cli_die(EXIT_FAILED, "%s", err);
-	r.n_paths = o.n_out;
 	r.all_views_dir = o.all_views_dir;
-	r.format = o.format;
 	r.lifetimes_path = o.lifetimes_path;
 	r.timeline_path = o.timeline_path;
-	memcpy(r.paths, o.out_paths, sizeof(r.paths));
-	code = output_files_open(&files, &r, 1);
+	code = session_open(&s, &o, &r, &files, 1);
 	if (code)
 		return code;
-	r.files = &files;
-	session_signals();
-	code = session_start(&s, &o);
-	if (code) {
-		output_files_close(&files);
-		return code;
-	}
 	s.progress = isatty(STDERR_FILENO);
 	code = trace_loop(&s, &o);
 	session_detach(&s);

@@ -367,19 +367,9 @@ int cmd_top(int argc, char **argv)
 	if (code)
 		return code;
 	/* -o files are written on quit, but opened now: a bad path fails at once. */
-	r.n_paths = o.n_out;
-	r.format = o.format;
-	memcpy(r.paths, o.out_paths, sizeof(r.paths));
-	code = output_files_open(&files, &r, 0);
+	code = session_open(&s, &o, &r, &files, 0);
 	if (code)
 		return code;
-	r.files = &files;
-	session_signals();
-	code = session_start(&s, &o);
-	if (code) {
-		output_files_close(&files);
-		return code;
-	}
 	t.s = &s;
 	t.o = &o;
 	t.sort = o.sort;

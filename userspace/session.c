@@ -574,6 +574,25 @@ static void restore_rates(const struct session *s)
 	}
 }
 
+int session_open(struct session *s, const struct attach_opts *o, struct output_request *r,
+		 struct output_files *files, int with_stdout)
+{
+	int code;
+
+	r->n_paths = o->n_out;
+	r->format = o->format;
+	memcpy(r->paths, o->out_paths, sizeof(r->paths));
+	code = output_files_open(files, r, with_stdout);
+	if (code)
+		return code;
+	r->files = files;
+	session_signals();
+	code = session_start(s, o);
+	if (code)
+		output_files_close(files);
+	return code;
+}
+
 int session_start(struct session *s, const struct attach_opts *o)
 {
 	char err[ERR_LEN];

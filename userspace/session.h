@@ -129,6 +129,14 @@ void session_signals(void);
  */
 int session_start(struct session *s, const struct attach_opts *o);
 /*
+ * Open the outputs of o (-o, with the rest of r as the command set it;
+ * with_stdout: "-" is standard output) before the targets are touched, so
+ * that a bad path fails at once, then install the signals and start the
+ * session.  EXIT_OK, or an exit code after its one line (the files closed).
+ */
+int session_open(struct session *s, const struct attach_opts *o, struct output_request *r,
+		 struct output_files *files, int with_stdout);
+/*
  * One poll (every SESSION_POLL_MS): targets alive, rate notes, semaphores,
  * mappings, the block maps every few polls.  Returns how many targets are
  * still alive (notes the ones that exited).

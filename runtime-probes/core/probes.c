@@ -96,7 +96,7 @@ void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind
 	MEMPROF_ASSERT(b->n < MEMPROF_PROBE_SAMPLES_MAX &&
 		       b->n_frames + MEMPROF_PROBE_MAX_STACK <= PROBE_SAMPLES_FRAMES);
 	if (b->n == 0)
-		b->first_ns = probe_events_clock_ns(CLOCK_MONOTONIC_COARSE);
+		b->first_ns = probe_clock_ns(CLOCK_MONOTONIC_COARSE);
 	r = b->rec[b->n];
 	r[MEMPROF_PROBE_REC_ID] = id;
 	r[MEMPROF_PROBE_REC_SIZE] = size;
@@ -105,7 +105,7 @@ void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind
 	r[MEMPROF_PROBE_REC_STACK_PTR] = (uint64_t)(uintptr_t)&b->frames[b->n_frames];
 	r[MEMPROF_PROBE_REC_STACK_LEN] = sl;
 	r[MEMPROF_PROBE_REC_INV_RATE_Q16] = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
-	r[MEMPROF_PROBE_REC_TIME_NS] = probe_events_clock_ns(CLOCK_MONOTONIC);
+	r[MEMPROF_PROBE_REC_TIME_NS] = probe_clock_ns(CLOCK_MONOTONIC);
 	for (size_t k = 0; k < sl; k++)
 		b->frames[b->n_frames + k] = stack[k];
 	b->n_frames += (uint32_t)sl;
@@ -200,10 +200,9 @@ int probe_poll(void)
 		 * and no longer once the tracer asks for them. */
 		probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS,
 				     memprof_probe_flush);
-		if (PROBE_UNLIKELY(probe_samples_queue.n &&
-				   (int64_t)(probe_events_clock_ns(CLOCK_MONOTONIC_COARSE) -
-					     probe_samples_queue.first_ns) >
-				       PROBE_EVENTS_MAX_AGE_NS))
+		if (PROBE_UNLIKELY(probe_queue_stale(probe_samples_queue.n,
+						     probe_samples_queue.first_ns,
+						     PROBE_EVENTS_MAX_AGE_NS)))
 			memprof_probe_flush();
 		return 0;
 	}

@@ -128,7 +128,7 @@ struct probe_events {
 	uint64_t first_ns;   /* when the first one was queued, CLOCK_MONOTONIC_COARSE */
 };
 
-static inline uint64_t probe_events_clock_ns(clockid_t clock)
+static inline uint64_t probe_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
@@ -166,12 +166,11 @@ static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned
 	/* The age of the batch needs no precision: the coarse clock costs no
 	 * time-stamp counter read. */
 	if (n == 0)
-		b->first_ns = probe_events_clock_ns(CLOCK_MONOTONIC_COARSE);
+		b->first_ns = probe_clock_ns(CLOCK_MONOTONIC_COARSE);
 	b->ev[2 * n] = MEMPROF_PROBE_EVENT(id, what);
 	/* A death ends a lifetime: its time, on bpf_ktime_get_ns's clock.  A
 	 * promotion needs none. */
-	b->ev[2 * n + 1] =
-	    what == MEMPROF_PROBE_EV_PROMOTE ? 0 : probe_events_clock_ns(CLOCK_MONOTONIC);
+	b->ev[2 * n + 1] = what == MEMPROF_PROBE_EV_PROMOTE ? 0 : probe_clock_ns(CLOCK_MONOTONIC);
 	b->n = n + 1;
 	return n + 1 == MEMPROF_PROBE_EVENTS_MAX;
 }
@@ -190,10 +189,16 @@ static inline void probe_flush_served(__u64 request)
 }
 
 /* Events queued for longer than max_ns (read without the lock)? */
+/* Has a queue of n items whose first was queued at first_ns (coarse clock)
+ * waited longer than max_ns?  Read without the queue's lock. */
+static inline int probe_queue_stale(uint32_t n, uint64_t first_ns, uint64_t max_ns)
+{
+	return n && (int64_t)(probe_clock_ns(CLOCK_MONOTONIC_COARSE) - first_ns) > (int64_t)max_ns;
+}
+
 static inline int probe_events_stale(const struct probe_events *b, uint64_t max_ns)
 {
-	return b->n && (int64_t)(probe_events_clock_ns(CLOCK_MONOTONIC_COARSE) - b->first_ns) >
-			   (int64_t)max_ns;
+	return probe_queue_stale(b->n, b->first_ns, max_ns);
 }
 
 /*
