@@ -115,9 +115,12 @@ $(INJECT_PROGS_DIR)/static_wait: tests/inject/progs/static_wait.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(WARN) -O1 -static -o $@ $<
 
+# Bound at load time (-z now): a lazy binding at its first read() would
+# leave a stale return address into the dynamic loader above the blocked
+# call, which the injector's conservative stack scan refuses.
 $(INJECT_PROGS_DIR)/syscalls: tests/inject/progs/syscalls.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $< -lpthread
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $<
 
 $(INJECT_PROGS_DIR)/seccomp_wait: tests/inject/progs/seccomp_wait.c
 	@mkdir -p $(@D)

@@ -53,8 +53,8 @@ static void usage(FILE *f)
 		"  -d SECONDS     quit after SECONDS\n"
 		"  -o FILE        on quit, write the profile as attach does (--format, --view)\n"
 		"  --rate R, --max-blocks N, --max-stacks N, --no-dwarf, --no-inject, --preload "
-		"LIB, -v: as for\n"
-		"             attach\n",
+		"LIB,\n"
+		"  --ready-file FILE, -v: as for attach\n",
 		SPARK_POINTS);
 }
 

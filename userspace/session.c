@@ -3,6 +3,7 @@
 
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -114,6 +115,9 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_PRELOAD:
 		o->preload = arg;
+		return 0;
+	case OPT_READY_FILE:
+		o->ready_file = arg;
 		return 0;
 	case OPT_EVERY:
 		if (cli_parse_seconds(arg, &o->every))
@@ -574,10 +578,46 @@ static void restore_rates(const struct session *s)
 	}
 }
 
+/*
+ * --ready-file, before the targets are touched: the old file removed (a
+ * script must never see the ready file of an earlier run) and its
+ * temporary twin created beside it, so that a bad path fails now.  The
+ * temporary's descriptor, or -1 after the one-line message.
+ */
+static int ready_file_prepare(const char *path, char *tmp, size_t len)
+{
+	int fd;
+
+	if (unlink(path) && errno != ENOENT)
+		return cli_die(EXIT_FAILED, "cannot replace %s: %s", path, strerror(errno)), -1;
+	snprintf(tmp, len, "%s.%d.tmp", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cli_die(EXIT_FAILED, "cannot write %s: %s", path, strerror(errno)), -1;
+	return fd;
+}
+
+/* The traced PIDs into the temporary, renamed to path.  EXIT_OK or EXIT_FAILED. */
+static int ready_file_publish(const struct session *s, int fd, const char *tmp, const char *path)
+{
+	FILE *f = fdopen(fd, "w");
+	int bad = !f;
+
+	for (int i = 0; f && i < s->n; i++)
+		bad |= fprintf(f, "%d\n", (int)s->procs[i].pid) < 0;
+	bad |= f ? fclose(f) != 0 : close(fd) != 0;
+	if (!bad && !rename(tmp, path))
+		return EXIT_OK;
+	cli_die(EXIT_FAILED, "cannot write %s: %s", path, strerror(errno));
+	unlink(tmp);
+	return EXIT_FAILED;
+}
+
 int session_open(struct session *s, const struct attach_opts *o, struct output_request *r,
 		 struct output_files *files, int with_stdout)
 {
-	int code;
+	char ready_tmp[PATH_MAX];
+	int code, ready_fd = -1;
 
 	r->n_paths = o->n_out;
 	r->format = o->format;
@@ -586,8 +626,25 @@ int session_open(struct session *s, const struct attach_opts *o, struct output_r
 	if (code)
 		return code;
 	r->files = files;
+	if (o->ready_file) {
+		ready_fd = ready_file_prepare(o->ready_file, ready_tmp, sizeof(ready_tmp));
+		if (ready_fd < 0) {
+			output_files_close(files);
+			return EXIT_FAILED;
+		}
+	}
 	session_signals();
 	code = session_start(s, o);
+	if (!code && ready_fd >= 0) {
+		code = ready_file_publish(s, ready_fd, ready_tmp, o->ready_file);
+		if (code) {
+			session_detach(s);
+			session_free(s);
+		}
+	} else if (ready_fd >= 0) {
+		close(ready_fd);
+		unlink(ready_tmp);
+	}
 	if (code)
 		output_files_close(files);
 	return code;

@@ -34,6 +34,10 @@ struct attach_opts {
 	int no_dwarf;
 	int no_inject;	     /* refuse a process without probes instead of injecting */
 	const char *preload; /* library to inject, NULL: found next to the loader */
+	/* --ready-file: removed at the start, written (the traced PIDs, one a
+	 * line, whole by a rename) once every target's probes are attached and
+	 * its rate requested; left in place at the end. */
+	const char *ready_file;
 	int verbose;
 	double every; /* --every SECONDS: snapshots into snapshot_dir */
 	const char *snapshot_dir;
@@ -58,6 +62,7 @@ void attach_opts_init(struct attach_opts *o);
 	    {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},                                         \
 	    {"no-inject", no_argument, NULL, OPT_NO_INJECT},                                       \
 	    {"preload", required_argument, NULL, OPT_PRELOAD},                                     \
+	    {"ready-file", required_argument, NULL, OPT_READY_FILE},                               \
 	    {"verbose", no_argument, NULL, 'v'},                                                   \
 	{                                                                                          \
 		"help", no_argument, NULL, 'h'                                                     \

@@ -25,6 +25,9 @@ for f in "$PROG" "$PLAIN" "$LOADER"; do
 	fi
 done
 
+# The program waits for its go file (tests/ocaml/progs/gate.ml): there at once.
+touch "$WORK/t5-ready.go"
+
 ir() { # prog: Ir of the whole program (every thread), N iterations, unpaced
 	local out=$WORK/t5-cg.$$
 	valgrind --tool=callgrind --callgrind-out-file="$out" "$1" "$IR_N" "$WORK/t5-ready" 0 \

@@ -146,6 +146,32 @@ pid_t loader_start(const char *err_path, const char *const args[])
 	return spawn(argv, NULL, err_path);
 }
 
+pid_t loader_start_ready(const char *dir, const char *err_path, const char *const args[], int *code)
+{
+	static int n_ready;
+	char ready[512], *argv[MAX_ARGS];
+	const char *all[MAX_ARGS];
+	int n = 0;
+	pid_t loader;
+
+	snprintf(ready, sizeof(ready), "%s/loader-%d.ready", dir, n_ready++);
+	for (int i = 0; args[i] && n < MAX_ARGS - 3; i++)
+		all[n++] = args[i];
+	all[n++] = "--ready-file";
+	all[n++] = ready;
+	all[n] = NULL;
+	build_argv(argv, loader_bin(), all);
+	loader = spawn(argv, NULL, err_path);
+	switch (wait_loader_ready(loader, ready, TEST_EVENT_TIMEOUT_S, code)) {
+	case 0:
+		return loader;
+	case 1:
+		return 0;
+	default:
+		return -1;
+	}
+}
+
 int loader_run_out(const char *out_path, const char *err_path, const char *const args[])
 {
 	char *argv[MAX_ARGS];
@@ -285,6 +311,38 @@ int target_control(pid_t pid, struct memprof_probe_control *out)
 	target_free(&t);
 	symbolizer_free(sym);
 	return rc;
+}
+
+int wait_target_control(pid_t pid, int (*done)(const struct memprof_probe_control *))
+{
+	const struct timespec pause = {0, 5000000};
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct memprof_probe_control c;
+
+		if (target_control(pid, &c) == 0 && done(&c))
+			return 0;
+		nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) < TEST_EVENT_TIMEOUT_S);
+	return -1;
+}
+
+int control_sampled_once(const struct memprof_probe_control *c)
+{
+	return c->samples > 0;
+}
+
+int control_sampling_on(const struct memprof_probe_control *c)
+{
+	return c->active_rate != 0;
+}
+
+int control_sampling_off(const struct memprof_probe_control *c)
+{
+	return c->active_rate == 0 && c->flags == 0;
 }
 
 int wait_text(const char *path, const char *needle, double timeout_s)

@@ -53,6 +53,13 @@ int loader_run(const char *err_path, const char *const args[]);
 int loader_run_out(const char *out_path, const char *err_path, const char *const args[]);
 /* Start the loader (for concurrent runs). */
 pid_t loader_start(const char *err_path, const char *const args[]);
+/*
+ * Start the loader with args and --ready-file in dir, and return its pid
+ * once it is attached.  If it exits first: 0, and its exit code in *code;
+ * -1 when it neither attached nor exited within TEST_EVENT_TIMEOUT_S.
+ */
+pid_t loader_start_ready(const char *dir, const char *err_path, const char *const args[],
+			 int *code);
 
 int site_table_read_folded(const char *path, struct site_table *t);
 int site_table_read_lines(const char *path, struct site_table *t);
@@ -72,5 +79,13 @@ int wait_text(const char *path, const char *needle, double timeout_s);
 /* Read the control block of pid (finds memprof_probe_control). 0 or -1. */
 struct memprof_probe_control;
 int target_control(pid_t pid, struct memprof_probe_control *out);
+/*
+ * Wait until pid's control block satisfies done (0), or -1 after
+ * TEST_EVENT_TIMEOUT_S.  The common conditions below.
+ */
+int wait_target_control(pid_t pid, int (*done)(const struct memprof_probe_control *));
+int control_sampled_once(const struct memprof_probe_control *c); /* samples > 0 */
+int control_sampling_on(const struct memprof_probe_control *c);	 /* a rate in force */
+int control_sampling_off(const struct memprof_probe_control *c); /* no rate, no owner */
 
 #endif

@@ -255,7 +255,8 @@ Test(attach_trigger, detach_stops_sampling_in_the_target)
 	const char *largs[] = {"attach", pid, "-d", "1", "--rate", RATE_ARG, "-o", r.views, NULL};
 	cr_assert_eq(loader_run(r.err, largs), 0);
 	cr_expect_gt(file_lines(r.views), 0, "nothing collected in 1 s");
-	nanosleep(&pause, NULL); /* the host's next safe point */
+	/* The host's next safe point turns sampling off. */
+	cr_assert_eq(wait_target_control(t, control_sampling_off), 0, "sampling never went off");
 	cr_assert_eq(target_control(t, &before), 0, "cannot read the control block");
 	nanosleep(&pause, NULL);
 	cr_assert_eq(target_control(t, &after), 0);
@@ -270,19 +271,21 @@ Test(attach_trigger, detach_stops_sampling_in_the_target)
 
 Test(attach_trigger, sigint_stops_the_tracer_with_output)
 {
-	const char *targs[] = {"--seconds", "60", NULL};
-	const struct timespec pause = {0, 500000000};
+	const char *targs[] = {"--seconds", "600", NULL};
 	char pid[16];
 	struct run r;
 	pid_t t, l;
+	int code;
 
 	paths(&r, "sigint");
 	t = trigger_start(r.dir, r.out, targs);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	const char *largs[] = {"attach", pid, "--rate", RATE_ARG, "-o", r.views, NULL};
-	l = loader_start(r.err, largs);
-	nanosleep(&pause, NULL);
+	l = loader_start_ready(r.dir, r.err, largs, &code);
+	cr_assert_gt(l, 0, "the loader did not attach (exit %d)", code);
+	/* Interrupted once the target is known to sample. */
+	cr_assert_eq(wait_target_control(t, control_sampled_once), 0, "the target never sampled");
 	kill(l, SIGINT);
 	cr_expect_eq(wait_exit(l), 0);
 	kill(t, SIGTERM);

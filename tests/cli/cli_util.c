@@ -30,12 +30,12 @@ double folded_sum(const char *path, const char *prefix)
 	return sum;
 }
 
-pid_t cli_trigger(const char *dir, double seconds)
+pid_t cli_trigger(const char *dir)
 {
 	char out[256], secs[32];
 
 	snprintf(out, sizeof(out), "%s/trigger-%d.out", dir, rand());
-	snprintf(secs, sizeof(secs), "%g", seconds);
+	snprintf(secs, sizeof(secs), "%g", TEST_EVENT_TIMEOUT_S);
 	const char *args[] = {"--seconds", secs, NULL};
 	return trigger_start(dir, out, args);
 }

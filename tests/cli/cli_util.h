@@ -11,7 +11,7 @@
 int cli_run(const char *out, const char *err, const char *const args[]);
 /* Sum of the last column of a folded file's lines whose stack starts with prefix (NULL: all). */
 double folded_sum(const char *path, const char *prefix);
-/* The trigger, running for seconds, ready to be attached. */
-pid_t cli_trigger(const char *dir, double seconds);
+/* The trigger, ready to be attached, running until the test ends it (SIGTERM). */
+pid_t cli_trigger(const char *dir);
 
 #endif

@@ -115,7 +115,7 @@ Test(cli_args, help_on_every_subcommand, .init = setup)
 Test(cli_args, gnu_forms, .init = setup)
 {
 	char pid[16], folded[256];
-	pid_t t = cli_trigger(dir, 10);
+	pid_t t = cli_trigger(dir);
 
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);

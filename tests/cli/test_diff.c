@@ -142,7 +142,7 @@ Test(cli_diff, pprof_signed, .init = setup)
 Test(cli_diff, folded_and_pprof_of_one_run_agree, .init = setup)
 {
 	char pid[16], fo[256], pb[256], line[4096];
-	pid_t t = cli_trigger(dir, 10);
+	pid_t t = cli_trigger(dir);
 	FILE *f;
 	int lines = 0, differ = 0;
 

@@ -35,7 +35,7 @@ Test(cli_every, snapshots_add_up)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(whole, sizeof(whole), "%s/whole.folded", dir);
 	snprintf(snaps, sizeof(snaps), "%s/snaps", dir);
-	t = cli_trigger(dir, 10);
+	t = cli_trigger(dir);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	const char *args[] = {"attach",		pid,	   "-d", "3.5", "--rate",

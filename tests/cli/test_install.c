@@ -51,7 +51,7 @@ Test(cli_install, destdir_tree_works)
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(fo, sizeof(fo), "%s/p.folded", dir);
-	t = cli_trigger(dir, 10);
+	t = cli_trigger(dir);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	snprintf(cmd, sizeof(cmd),

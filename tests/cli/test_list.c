@@ -60,7 +60,7 @@ Test(cli_list, finds_the_targets)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
 	snprintf(ready, sizeof(ready), "%s/ocaml.ready", dir);
-	t = cli_trigger(dir, 30);
+	t = cli_trigger(dir);
 	pre = start_env(sleeper, "LD_PRELOAD=" PRELOAD);
 	ml = start_env(ocaml, NULL);
 	cr_assert(t > 0 && pre > 0 && ml > 0);

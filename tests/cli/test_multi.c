@@ -64,8 +64,8 @@ Test(cli_multi, two_pids_one_profile)
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(folded, sizeof(folded), "%s/two.folded", dir);
 	snprintf(pb, sizeof(pb), "%s/two.pb.gz", dir);
-	a = cli_trigger(dir, 10);
-	b = cli_trigger(dir, 10);
+	a = cli_trigger(dir);
+	b = cli_trigger(dir);
 	cr_assert(a > 0 && b > 0);
 	snprintf(p1, sizeof(p1), "%d", (int)a);
 	snprintf(p2, sizeof(p2), "%d", (int)b);

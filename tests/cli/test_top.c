@@ -51,7 +51,7 @@ Test(cli_top, keys_through_a_pty)
 
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(outp, sizeof(outp), "%s/top.folded", dir);
-	t = cli_trigger(dir, 30);
+	t = cli_trigger(dir);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	top = forkpty(&fd, NULL, NULL, &ws);
@@ -106,7 +106,7 @@ Test(cli_top, without_a_terminal)
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(err, sizeof(err), "%s/err", dir);
-	t = cli_trigger(dir, 30);
+	t = cli_trigger(dir);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	const char *args[] = {"top", pid, "-d", "3.5", "--rate", "0.01", "-n", "2", NULL};

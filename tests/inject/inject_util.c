@@ -14,9 +14,6 @@
 #include "inject_util.h"
 #include "testlib.h"
 
-/* How long a loader may take to report that the target samples. */
-#define SAMPLING_TIMEOUT_S 60
-
 static pid_t spawn(const char *const argv[], const char *const env[], const char *out,
 		   const char *err)
 {
@@ -43,6 +40,7 @@ void session_init(struct session *s)
 	snprintf(s->dir, sizeof(s->dir), "/tmp/inject-test-XXXXXX");
 	cr_assert_not_null(mkdtemp(s->dir));
 	snprintf(s->go, sizeof(s->go), "%s/go", s->dir);
+	snprintf(s->ready, sizeof(s->ready), "%s/ready", s->dir);
 	snprintf(s->out, sizeof(s->out), "%s/out", s->dir);
 	snprintf(s->err, sizeof(s->err), "%s/err", s->dir);
 	snprintf(s->views, sizeof(s->views), "%s/views", s->dir);
@@ -50,18 +48,26 @@ void session_init(struct session *s)
 
 void session_start(struct session *s, const char *const argv[], const char *const env[])
 {
-	const char *args[16];
+	const char *args[16], *ready = NULL;
+	char go_ready[128];
 	struct stat st;
 	size_t n = 0;
 
 	cr_assert(stat(argv[0], &st) == 0, "%s is not built", argv[0]);
-	for (; argv[n] && n < 15; n++)
-		args[n] = strcmp(argv[n], "@GO") ? argv[n] : s->go;
+	snprintf(go_ready, sizeof(go_ready), "%s.ready", s->go);
+	for (; argv[n] && n < 15; n++) {
+		args[n] = argv[n];
+		if (!strcmp(argv[n], "@GO"))
+			args[n] = s->go, ready = go_ready;
+		else if (!strcmp(argv[n], "@READY"))
+			args[n] = ready = s->ready;
+	}
 	args[n] = NULL;
+	cr_assert_not_null(ready, "%s: a program of these tests says when it is ready", argv[0]);
 	s->prog = spawn(args, env, s->out, s->err);
-	/* Let it build its heap history and reach its wait. */
-	const struct timespec settle = {0, 300000000};
-	nanosleep(&settle, NULL);
+	/* It built its heap history and reached its wait (or its call). */
+	if (wait_nonempty_file(ready, TEST_EVENT_TIMEOUT_S))
+		cr_assert_fail("%s never got ready: %s", argv[0], slurp(s->err));
 }
 
 const char *session_loader(struct session *s, const char *const extra[], int wait_sampling,
@@ -82,7 +88,7 @@ const char *session_loader(struct session *s, const char *const extra[], int wai
 		*status = session_wait(*loader);
 		return log;
 	}
-	for (int i = 0; i < SAMPLING_TIMEOUT_S * 100; i++) {
+	for (double waited = 0; waited < TEST_EVENT_TIMEOUT_S; waited += 0.01) {
 		char *text = access(log, R_OK) == 0 ? slurp(log) : NULL;
 		int ready = text && strstr(text, "target sampling at rate") != NULL;
 		free(text);

@@ -20,7 +20,7 @@
 
 struct session {
 	char dir[64];
-	char go[96], out[96], err[96], views[96];
+	char go[96], ready[96], out[96], err[96], views[96];
 	pid_t prog;
 	int loaders; /* loader runs so far (each logs to dir/loaderN.err) */
 };
@@ -28,7 +28,8 @@ struct session {
 /* A fresh temporary folder and file names. */
 void session_init(struct session *s);
 /* Start the program: argv[0] a path, "@GO" stands for the go file; env
- * entries "NAME=value" added. */
+ * entries "NAME=value" added.  "@READY" stands for a file the program
+ * writes once it is in the state the test needs: start waits for it. */
 void session_start(struct session *s, const char *const argv[], const char *const env[]);
 /*
  * Run the loader on the program with extra arguments (NULL-terminated);

@@ -6,12 +6,20 @@
  * too); a thread blocked in a system call when the injector uses it.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "inject_util.h"
+#include "testlib.h"
 
 #define LIB "libmemprof-preload.so"
 
@@ -135,22 +143,44 @@ Test(inject, dlopen_after_the_injection)
 	session_end(&s);
 }
 
-/* The thread used is blocked in a system call: it restarts as if never stopped. */
-static void inject_during(const char *call)
+/*
+ * The thread used is blocked in a system call: it restarts as if never
+ * stopped.  The injection starts once the thread is blocked in call nr, and
+ * the call ends only when the test ends it, after the loader is done.
+ */
+static void inject_during(const char *call, long nr)
 {
-	const char *argv[] = {INJECT_PROGS "/syscalls", call, NULL};
 	struct session s;
+	char fifo[128];
 	pid_t loader;
 	int status;
 
 	session_init(&s);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", s.dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo: %s", strerror(errno));
+	const char *argv[] = {INJECT_PROGS "/syscalls", call, "@READY", fifo, NULL};
 	session_start(&s, argv, NULL);
+	cr_assert_eq(wait_in_syscall(s.prog, nr, TEST_EVENT_TIMEOUT_S), 0,
+		     "the program never blocked in system call %ld", nr);
+	if (nr == SYS_clock_nanosleep) {
+		/* A sleep begun again by the injection would be off by this much. */
+		const struct timespec into_the_sleep = {1, 0};
+		nanosleep(&into_the_sleep, NULL);
+	}
 	const char *extra[] = {"-d", "0.2", "-o", "/dev/null", NULL};
 	const char *log = session_loader(&s, extra, 0, &loader, &status);
 	char *text = slurp(log);
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_OK, "%s", text);
 	cr_expect_not_null(strstr(text, "loaded "), "%s", text);
 	free(text);
+	if (nr == SYS_clock_nanosleep) {
+		cr_assert_eq(kill(s.prog, SIGUSR1), 0);
+	} else {
+		int fd = open(fifo, O_WRONLY);
+		cr_assert_geq(fd, 0, "open %s: %s", fifo, strerror(errno));
+		cr_assert_eq(write(fd, "x", 1), 1);
+		close(fd);
+	}
 	int pstatus = session_wait(s.prog);
 	char *out = slurp(s.out);
 	cr_expect(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x", pstatus);
@@ -161,10 +191,10 @@ static void inject_during(const char *call)
 
 Test(inject, a_blocked_nanosleep_restarts)
 {
-	inject_during("sleep");
+	inject_during("sleep", SYS_clock_nanosleep);
 }
 
 Test(inject, a_blocked_read_restarts)
 {
-	inject_during("read");
+	inject_during("read", SYS_read);
 }

@@ -45,7 +45,7 @@ static void expect_refusal(struct session *s, const char *const extra[], int cod
 
 Test(inject, refuses_a_static_program)
 {
-	const char *argv[] = {INJECT_PROGS "/static_wait", NULL};
+	const char *argv[] = {INJECT_PROGS "/static_wait", "@READY", NULL};
 	struct session s;
 
 	session_init(&s);
@@ -56,7 +56,7 @@ Test(inject, refuses_a_static_program)
 
 Test(inject, refuses_a_seccomp_filtered_program)
 {
-	const char *argv[] = {INJECT_PROGS "/seccomp_wait", NULL};
+	const char *argv[] = {INJECT_PROGS "/seccomp_wait", "@READY", NULL};
 	struct session s;
 
 	session_init(&s);

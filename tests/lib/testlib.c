@@ -6,6 +6,77 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One step of every wait below. */
+#define WAIT_STEP_NS 5000000L
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void wait_step(void)
+{
+	const struct timespec step = {0, WAIT_STEP_NS};
+
+	nanosleep(&step, NULL);
+}
+
+int wait_nonempty_file(const char *path, double timeout_s)
+{
+	for (double end = mono_s() + timeout_s; mono_s() < end; wait_step()) {
+		struct stat st;
+
+		if (!stat(path, &st) && st.st_size > 0)
+			return 0;
+	}
+	return -1;
+}
+
+int wait_loader_ready(pid_t loader, const char *path, double timeout_s, int *code)
+{
+	for (double end = mono_s() + timeout_s; mono_s() < end; wait_step()) {
+		struct stat st;
+		int status;
+
+		/* The file is renamed into place whole: existing means written. */
+		if (!stat(path, &st))
+			return 0;
+		if (waitpid(loader, &status, WNOHANG) == loader) {
+			*code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			return 1;
+		}
+	}
+	return -1;
+}
+
+int wait_in_syscall(pid_t tid, long nr, double timeout_s)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)tid);
+	for (double end = mono_s() + timeout_s; mono_s() < end; wait_step()) {
+		char *text = read_file(path);
+		char *rest;
+		int blocked;
+
+		if (!text)
+			return -1;
+		/* "running", or the call's number and arguments. */
+		blocked = strtol(text, &rest, 10) == nr && rest != text;
+		free(text);
+		if (blocked)
+			return 0;
+	}
+	return -1;
+}
 
 double binomial_bound(double n, double p)
 {

@@ -5,6 +5,8 @@
 #ifndef TESTLIB_H
 #define TESTLIB_H
 
+#include <sys/types.h>
+
 /*
  * Width of every statistical bound, in standard deviations, as in OCaml's
  * statmemprof tests: with fixed seeds a correct sampler stays inside, and
@@ -32,5 +34,28 @@ char *read_file(const char *path);
 int text_value(const char *text, const char *key, double *out);
 /* The same in a file; -1 also if the file cannot be read. */
 int file_value(const char *path, const char *key, double *out);
+
+/*
+ * Waiting for events, never for a time.  The bound of every wait is a
+ * failure detector only, far above the slowest start-up seen (the loader's
+ * BPF verifier alone took up to 3 s on a loaded 2-core machine): a correct
+ * run never comes near it.
+ */
+#define TEST_EVENT_TIMEOUT_S 120.0
+
+/*
+ * Wait until the loader `loader` (a child of the test) has written its
+ * --ready-file `path`: 0.  If it exits first: 1, its exit code (or 128 +
+ * the signal) in *code, and the child is reaped.  -1 after timeout_s.
+ */
+int wait_loader_ready(pid_t loader, const char *path, double timeout_s, int *code);
+/*
+ * Wait until thread tid is blocked in system call nr (its
+ * /proc/TID/syscall): 0, or -1 after timeout_s (or when the thread is
+ * gone).
+ */
+int wait_in_syscall(pid_t tid, long nr, double timeout_s);
+/* Wait until path exists and is not empty: 0, or -1 after timeout_s. */
+int wait_nonempty_file(const char *path, double timeout_s);
 
 #endif

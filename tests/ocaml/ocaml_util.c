@@ -52,37 +52,62 @@ int ocaml_wait(pid_t pid)
 pid_t ocaml_start(const char *dir, const char *out, const char *const argv[])
 {
 	char ready[512];
-	const struct timespec pause = {0, 10000000};
 	pid_t pid = ocaml_spawn(argv, out, NULL);
 
 	snprintf(ready, sizeof(ready), "%s/ready", dir);
-	for (int i = 0; i < 1000; i++) {
-		FILE *f = fopen(ready, "r");
-		int got = 0;
+	if (wait_nonempty_file(ready, TEST_EVENT_TIMEOUT_S))
+		cr_assert_fail("%s did not start", argv[0]);
+	return pid;
+}
 
-		if (f) {
-			got = fgetc(f) != EOF;
-			fclose(f);
-		}
-		if (got)
-			return pid;
-		nanosleep(&pause, NULL);
+void ocaml_touch(const char *dir, const char *name)
+{
+	char path[600];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	cr_assert_geq(fd, 0, "cannot create %s", path);
+	close(fd);
+}
+
+pid_t ocaml_loader_start(pid_t pid, const char *const args[], const char *dir, int *code)
+{
+	char spid[32], err[512], ready[512];
+	const char *argv[32] = {OCAML_LOADER, "attach", spid, "--ready-file", ready};
+	int n = 5;
+	pid_t loader;
+
+	snprintf(spid, sizeof(spid), "%d", (int)pid);
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	snprintf(ready, sizeof(ready), "%s/loader.ready", dir);
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	loader = ocaml_spawn(argv, NULL, err);
+	switch (wait_loader_ready(loader, ready, TEST_EVENT_TIMEOUT_S, code)) {
+	case 0:
+		ocaml_touch(dir, "ready.go");
+		return loader;
+	case 1:
+		return 0;
+	default:
+		cr_assert_fail("the loader did not attach within %.0f s", TEST_EVENT_TIMEOUT_S);
+		return -1;
 	}
-	cr_assert_fail("%s did not start", argv[0]);
-	return -1;
 }
 
 static int attach(pid_t pid, const char *seconds, const char *rate, const char *dir,
 		  const char *extra)
 {
-	char spid[32], views[512], err[512];
+	char views[512];
+	int code;
 
-	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	snprintf(views, sizeof(views), "%s/views", dir);
-	snprintf(err, sizeof(err), "%s/loader.err", dir);
-	const char *argv[] = {OCAML_LOADER, "attach",	   spid,  "-d",	 seconds, "--rate",
-			      rate,	    "--all-views", views, extra, NULL};
-	return ocaml_wait(ocaml_spawn(argv, NULL, err));
+	const char *args[] = {"-d", seconds, "--rate", rate, "--all-views", views, extra, NULL};
+	pid_t loader = ocaml_loader_start(pid, args, dir, &code);
+
+	return loader ? ocaml_wait(loader) : code;
 }
 
 int ocaml_attach(pid_t pid, const char *seconds, const char *rate, const char *dir)

@@ -18,9 +18,24 @@ void ocaml_tmpdir(char *out, size_t len);
 pid_t ocaml_spawn(const char *const argv[], const char *out, const char *err);
 /* Exit code, or 128 + signal. */
 int ocaml_wait(pid_t pid);
-/* Start an OCaml test program writing its pid to dir/ready; returns once ready. */
+/*
+ * Start an OCaml test program writing its pid to dir/ready; returns once
+ * ready.  It then waits for dir/ready.go (tests/ocaml/progs/gate.ml).
+ */
 pid_t ocaml_start(const char *dir, const char *out, const char *const argv[]);
-/* Run the loader on pid for seconds at rate, all views into dir/views; exit code. */
+/* Create the empty file dir/name (ready.go, ready.stop: gate.ml). */
+void ocaml_touch(const char *dir, const char *name);
+/*
+ * Start the loader on pid with args (NULL-terminated, after "attach PID"),
+ * its stderr in dir/loader.err; once it wrote its --ready-file, say go to
+ * the program and return the loader's pid.  If the loader exits first: 0,
+ * and its exit code in *code.
+ */
+pid_t ocaml_loader_start(pid_t pid, const char *const args[], const char *dir, int *code);
+/*
+ * Run the loader on pid for seconds at rate (the program told to go once
+ * the loader is attached), all views into dir/views; exit code.
+ */
 int ocaml_attach(pid_t pid, const char *seconds, const char *rate, const char *dir);
 /* The same with the loader's -v (its stats line lands in dir/loader.err). */
 int ocaml_attach_verbose(pid_t pid, const char *seconds, const char *rate, const char *dir);

@@ -32,11 +32,16 @@ static void paths(const char *dir, char *out, char *ready, size_t len)
 	snprintf(ready, len, "%s/ready", dir);
 }
 
-/* Sampling is off: no rate, no owner, and the sample counter stands still. */
+/*
+ * Sampling goes off (the adapter polls every 50 ms, then acts at the next
+ * allocation): no rate, no owner, and then the sample counter stands still
+ * while the program allocates.
+ */
 static void expect_stopped(pid_t pid)
 {
 	struct memprof_probe_control a, b;
 
+	cr_assert_eq(wait_target_control(pid, control_sampling_off), 0, "sampling never went off");
 	cr_assert_eq(target_control(pid, &a), 0, "cannot read the control block");
 	cr_expect_eq(a.active_rate, 0, "still sampling at %g", a.active_rate);
 	cr_expect_eq(a.flags, 0, "flags %u", a.flags);
@@ -54,6 +59,7 @@ static char *reference_output(const char *dir, const char *iterations)
 
 	snprintf(out, sizeof(out), "%s/ref.out", dir);
 	snprintf(ready, sizeof(ready), "%s/ref.ready", dir);
+	ocaml_touch(dir, "ref.ready.go"); /* untraced: it goes at once */
 	const char *argv[] = {OCAML_PROG("sites"), iterations, ready, "0", NULL};
 	cr_assert_eq(ocaml_wait(ocaml_spawn(argv, out, NULL)), 0);
 	return read_file(out);
@@ -65,12 +71,13 @@ Test(ocaml_lifecycle, detach_stops_sampling_and_output_is_unchanged, .timeout = 
 
 	ocaml_tmpdir(dir, sizeof(dir));
 	paths(dir, out, ready, sizeof(out));
-	const char *argv[] = {OCAML_PROG("sites"), "600000", ready, "3e6", NULL};
+	/* It allocates after its work until told to stop: sampling is seen off. */
+	const char *argv[] = {OCAML_PROG("sites"), "600000", ready, "3e6", "linger", NULL};
 	pid_t pid = ocaml_start(dir, out, argv);
 
 	cr_assert_eq(ocaml_attach(pid, "1.5", "1e-4", dir), 0, "the loader failed");
-	sleep_s(0.3); /* the adapter polls every 50 ms, then at the next allocation */
 	expect_stopped(pid);
+	ocaml_touch(dir, "ready.stop");
 	cr_assert_eq(ocaml_wait(pid), 0);
 	ref = reference_output(dir, "600000");
 	got = read_file(out);
@@ -82,23 +89,24 @@ Test(ocaml_lifecycle, detach_stops_sampling_and_output_is_unchanged, .timeout = 
 
 Test(ocaml_lifecycle, a_tracer_killed_with_sigkill_stops_sampling, .timeout = 60)
 {
-	char dir[256], out[512], ready[512], spid[32], err[512], *ref, *got;
+	char dir[256], out[512], ready[512], *ref, *got;
+	int code;
 
 	ocaml_tmpdir(dir, sizeof(dir));
 	paths(dir, out, ready, sizeof(out));
-	snprintf(err, sizeof(err), "%s/loader.err", dir);
-	const char *argv[] = {OCAML_PROG("sites"), "600000", ready, "3e6", NULL};
+	const char *argv[] = {OCAML_PROG("sites"), "600000", ready, "3e6", "linger", NULL};
 	pid_t pid = ocaml_start(dir, out, argv);
 
-	snprintf(spid, sizeof(spid), "%d", (int)pid);
-	const char *largv[] = {OCAML_LOADER, "attach", spid, "-d", "30", "-o", "/dev/null", NULL};
-	pid_t loader = ocaml_spawn(largv, NULL, err);
+	const char *args[] = {"-d", "600", "-o", "/dev/null", NULL};
+	pid_t loader = ocaml_loader_start(pid, args, dir, &code);
 
-	sleep_s(1.5);
+	cr_assert_gt(loader, 0, "the loader exited with %d before it attached", code);
+	/* Killed once it is known to sample. */
+	cr_assert_eq(wait_target_control(pid, control_sampled_once), 0, "nothing was ever sampled");
 	kill(loader, SIGKILL);
 	cr_expect_eq(ocaml_wait(loader), 128 + SIGKILL);
-	sleep_s(0.3);
 	expect_stopped(pid);
+	ocaml_touch(dir, "ready.stop");
 	cr_assert_eq(ocaml_wait(pid), 0);
 	ref = reference_output(dir, "600000");
 	got = read_file(out);

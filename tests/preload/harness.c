@@ -137,19 +137,6 @@ pid_t spawn_program(const char *const argv[], const char *const env[], int prelo
 	return pid;
 }
 
-int wait_nonempty_file(const char *path, int timeout_s)
-{
-	const struct timespec pause = {0, 10000000};
-	struct stat st;
-
-	for (long i = 0; i < timeout_s * 100L; i++) {
-		if (stat(path, &st) == 0 && st.st_size > 0)
-			return 0;
-		nanosleep(&pause, NULL);
-	}
-	return -1;
-}
-
 void run_program(const char *const argv[], const char *const env[], int preload,
 		 struct run_result *r)
 {

@@ -44,7 +44,6 @@ pid_t spawn_program(const char *const argv[], const char *const env[], int prelo
 		    const char *out_path, const char *err_path);
 /* Wait for pid: its wait status. */
 int wait_program(pid_t pid);
-/* Wait (at most timeout_s seconds) until path exists and is not empty. */
-int wait_nonempty_file(const char *path, int timeout_s);
+/* Waiting until a file exists and is not empty: wait_nonempty_file (testlib.h). */
 
 #endif

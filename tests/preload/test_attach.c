@@ -23,7 +23,7 @@
 /* Bytes one sample stands for at rate 0.001: 8 * round(65536 / 0.001) >> 16. */
 #define BYTES_PER_SAMPLE 8000.0
 #define ROUNDS "16384"
-#define READY_TIMEOUT_S 30
+#define READY_TIMEOUT_S TEST_EVENT_TIMEOUT_S
 
 enum { SHORT, LONG, MAJOR, MEDIUM, N_SITES };
 static const char *const site_names[N_SITES] = {"site_short_lived", "site_long_lived",

@@ -25,7 +25,7 @@
 #define HEAPTRACK "/usr/bin/heaptrack"
 #define LOADER PRELOAD_BUILD_DIR "/memprof-bpf"
 #define WORKLOAD "tests/preload/data/sqlite-workload.sql"
-#define WAIT_S 60
+#define WAIT_S TEST_EVENT_TIMEOUT_S
 /* Sites holding at least this share of the bytes are compared... */
 #define TOP_SITE_SHARE 0.03
 /* ...and must be within this relative error (about 6 sigma at RATE). */

@@ -18,7 +18,7 @@
 #include "harness.h"
 
 #define LOADER PRELOAD_BUILD_DIR "/memprof-bpf"
-#define READY_TIMEOUT_S 30
+#define READY_TIMEOUT_S TEST_EVENT_TIMEOUT_S
 
 struct traced {
 	char dir[64];

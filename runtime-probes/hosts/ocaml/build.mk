@@ -66,7 +66,9 @@ ocaml_prog = rm -rf $@.src && mkdir -p $@.src && cp $(3) $@.src/ && \
 	-package memprof_probe,$(2) -linkpkg $(notdir $(3)) -o $(notdir $@).tmp && \
 	mv -f $(notdir $@).tmp ../$(notdir $@)
 
-OCAML_SITES_SRCS := tests/ocaml/progs/work.ml tests/ocaml/progs/sites.ml
+# Every program starts with the test's handshake (gate.ml).
+OCAML_GATE := tests/ocaml/progs/gate.ml
+OCAML_SITES_SRCS := $(OCAML_GATE) tests/ocaml/progs/work.ml tests/ocaml/progs/sites.ml
 
 $(OCAML_TEST_PROGS_DIR)/sites: $(OCAML_SITES_SRCS) $(OCAML_PKG_FILES)
 	$(call ocaml_prog,-g,unix,$(OCAML_SITES_SRCS))
@@ -74,17 +76,17 @@ $(OCAML_TEST_PROGS_DIR)/sites: $(OCAML_SITES_SRCS) $(OCAML_PKG_FILES)
 $(OCAML_TEST_PROGS_DIR)/sites-nog: $(OCAML_SITES_SRCS) $(OCAML_PKG_FILES)
 	$(call ocaml_prog,,unix,$(OCAML_SITES_SRCS))
 
-$(OCAML_TEST_PROGS_DIR)/own_memprof: tests/ocaml/progs/own_memprof.ml $(OCAML_PKG_FILES)
-	$(call ocaml_prog,-g,unix,$<)
+$(OCAML_TEST_PROGS_DIR)/own_memprof: tests/ocaml/progs/own_memprof.ml $(OCAML_GATE) $(OCAML_PKG_FILES)
+	$(call ocaml_prog,-g,unix,$(OCAML_GATE) $<)
 
-$(OCAML_TEST_PROGS_DIR)/threads_sites: tests/ocaml/progs/threads_sites.ml $(OCAML_PKG_FILES)
-	$(call ocaml_prog,-g -thread,unix$(OCAML_COMMA)threads.posix,$<)
+$(OCAML_TEST_PROGS_DIR)/threads_sites: tests/ocaml/progs/threads_sites.ml $(OCAML_GATE) $(OCAML_PKG_FILES)
+	$(call ocaml_prog,-g -thread,unix$(OCAML_COMMA)threads.posix,$(OCAML_GATE) $<)
 
-$(OCAML_TEST_PROGS_DIR)/fork_sites: tests/ocaml/progs/fork_sites.ml $(OCAML_PKG_FILES)
-	$(call ocaml_prog,-g,unix,$<)
+$(OCAML_TEST_PROGS_DIR)/fork_sites: tests/ocaml/progs/fork_sites.ml $(OCAML_GATE) $(OCAML_PKG_FILES)
+	$(call ocaml_prog,-g,unix,$(OCAML_GATE) $<)
 
-$(OCAML_TEST_PROGS_DIR)/handover: tests/ocaml/progs/handover.ml $(OCAML_PKG_FILES)
-	$(call ocaml_prog,-g,unix,$<)
+$(OCAML_TEST_PROGS_DIR)/handover: tests/ocaml/progs/handover.ml $(OCAML_GATE) $(OCAML_PKG_FILES)
+	$(call ocaml_prog,-g,unix,$(OCAML_GATE) $<)
 
 ALL_TARGETS += $(OCAML_TEST_PROGS)
 
@@ -171,17 +173,17 @@ $(OCAML5_TEST_PROGS_DIR)/sites: $(OCAML_SITES_SRCS) $(OCAML5_PKG_FILES)
 $(OCAML5_TEST_PROGS_DIR)/sites-nog: $(OCAML_SITES_SRCS) $(OCAML5_PKG_FILES)
 	$(call ocaml5_prog,,$(OCAML5_UNIX),$(OCAML_SITES_SRCS))
 
-$(OCAML5_TEST_PROGS_DIR)/own_memprof: tests/ocaml/progs/own_memprof.ml $(OCAML5_PKG_FILES)
-	$(call ocaml5_prog,-g,$(OCAML5_UNIX),$<)
+$(OCAML5_TEST_PROGS_DIR)/own_memprof: tests/ocaml/progs/own_memprof.ml $(OCAML_GATE) $(OCAML5_PKG_FILES)
+	$(call ocaml5_prog,-g,$(OCAML5_UNIX),$(OCAML_GATE) $<)
 
-$(OCAML5_TEST_PROGS_DIR)/threads_sites: tests/ocaml/progs/threads_sites.ml $(OCAML5_PKG_FILES)
-	$(call ocaml5_prog,-g,$(OCAML5_UNIX) -I +threads threads.cmxa,$<)
+$(OCAML5_TEST_PROGS_DIR)/threads_sites: tests/ocaml/progs/threads_sites.ml $(OCAML_GATE) $(OCAML5_PKG_FILES)
+	$(call ocaml5_prog,-g,$(OCAML5_UNIX) -I +threads threads.cmxa,$(OCAML_GATE) $<)
 
-$(OCAML5_TEST_PROGS_DIR)/fork_sites: tests/ocaml/progs/fork_sites.ml $(OCAML5_PKG_FILES)
-	$(call ocaml5_prog,-g,$(OCAML5_UNIX),$<)
+$(OCAML5_TEST_PROGS_DIR)/fork_sites: tests/ocaml/progs/fork_sites.ml $(OCAML_GATE) $(OCAML5_PKG_FILES)
+	$(call ocaml5_prog,-g,$(OCAML5_UNIX),$(OCAML_GATE) $<)
 
-$(OCAML5_TEST_PROGS_DIR)/handover: tests/ocaml/progs/handover.ml $(OCAML5_PKG_FILES)
-	$(call ocaml5_prog,-g,$(OCAML5_UNIX),$<)
+$(OCAML5_TEST_PROGS_DIR)/handover: tests/ocaml/progs/handover.ml $(OCAML_GATE) $(OCAML5_PKG_FILES)
+	$(call ocaml5_prog,-g,$(OCAML5_UNIX),$(OCAML_GATE) $<)
 
 # tests/ocaml5/ compiles tests/ocaml's sources against these programs.
 EXTRA_CFLAGS_tests/ocaml5/ := -Iuserspace -Ibpf -Itests/ocaml -Itests/attach \

@@ -1,6 +1,7 @@
 /*
  * The test programs of tests/inject/ start, build some heap history, then
- * wait for the test to create GO_FILE (the test does so once memprof-bpf,
+ * write GO_FILE.ready (their pid: the test injects from then on) and wait
+ * for the test to create GO_FILE (the test does so once memprof-bpf,
  * having injected the malloc host, reports that the program samples).  While
  * waiting they allocate about 1 MiB per millisecond, so the malloc host
  * polls and notices the tracer.
@@ -8,6 +9,7 @@
 #ifndef INJECT_GO_WAIT_H
 #define INJECT_GO_WAIT_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,7 +22,15 @@ static void *volatile go_wait_sink;
 __attribute__((noinline)) static int go_wait(const char *go_file)
 {
 	const struct timespec pause = {0, 1000000};
+	char ready[4096], tmp[4200];
+	FILE *f;
 
+	/* GO_FILE.ready, whole by a rename. */
+	snprintf(ready, sizeof(ready), "%s.ready", go_file);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", ready);
+	f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) || rename(tmp, ready))
+		return -1;
 	for (long i = 0; i < GO_WAIT_SECONDS * 1000L; i++) {
 		if (access(go_file, F_OK) == 0)
 			return 0;

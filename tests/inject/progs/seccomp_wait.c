@@ -1,7 +1,7 @@
 /*
  * Runs under a seccomp filter (one that allows everything): memprof-bpf
- * must refuse to inject into it (exit 3).  Prints "filtered" once the
- * filter is in place, then waits.
+ * must refuse to inject into it (exit 3).  Prints "filtered" and writes
+ * READY (argv[1]) once the filter is in place, then waits.
  */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -9,7 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct sock_filter allow[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
 	struct sock_fprog prog = {.len = 1, .filter = allow};
@@ -21,6 +21,9 @@ int main(void)
 	}
 	printf("filtered\n");
 	fflush(stdout);
+	FILE *f = argc > 1 ? fopen(argv[1], "w") : NULL;
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f))
+		return 2;
 	sleep(60);
 	return 0;
 }

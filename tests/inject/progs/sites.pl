@@ -1,5 +1,5 @@
 # A Perl program for injection (Debian's perl, which allocates through the
-# C library's malloc): it waits for GO_FILE, allocating meanwhile so that
+# C library's malloc): it writes GO_FILE.ready, waits for GO_FILE, allocating meanwhile so that
 # the malloc host polls and sees the tracer, then builds strings and arrays.
 #
 #   perl sites.pl GO_FILE ROUNDS
@@ -11,6 +11,10 @@ use strict;
 use warnings;
 
 my ($go, $rounds) = @ARGV;
+open(my $ready, ">", "$go.ready.tmp") or die "sites.pl: $go.ready: $!\n";
+print $ready "$$\n";
+close($ready) or die "sites.pl: $go.ready: $!\n";
+rename("$go.ready.tmp", "$go.ready") or die "sites.pl: $go.ready: $!\n";
 my $deadline = time + 120;
 until (-e $go) {
 	my @warm = map { "w" x 64 } 1 .. 2000;

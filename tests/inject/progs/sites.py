@@ -6,12 +6,16 @@
 #
 #   python3 sites.py GO_FILE ROUNDS
 #
+# It writes GO_FILE.ready, then waits for GO_FILE.
 # Output: "site NAME words W", the exact words allocated at each site.
 import os
 import sys
 import time
 
 go, rounds = sys.argv[1], int(sys.argv[2])
+with open(go + ".ready.tmp", "w") as f:
+    f.write("%d\n" % os.getpid())
+os.rename(go + ".ready.tmp", go + ".ready")
 deadline = time.time() + 120
 while not os.path.exists(go):
     # About 1 MiB per millisecond (lists: no site's frames), so the malloc

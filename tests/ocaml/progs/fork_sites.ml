@@ -2,7 +2,8 @@
    child, the process to attach, allocates 4-word blocks at one site
    (Fork_sites.child_alloc) for SECONDS, paced, then prints its checksum.
    The parent waits for it.
-   usage: fork_sites SECONDS READY_FILE (the child writes its pid there) *)
+   usage: fork_sites SECONDS READY_FILE (the child writes its pid there,
+   and counts SECONDS from the test's go: Gate) *)
 
 let[@inline never] child_alloc i = (i, i + 1, i + 2, i + 3)
 
@@ -18,9 +19,7 @@ let () =
   Unix.sleepf 0.1;
   match Unix.fork () with
   | 0 ->
-      let oc = open_out Sys.argv.(2) in
-      Printf.fprintf oc "%d\n" (Unix.getpid ());
-      close_out oc;
+      Gate.ready_then_go Sys.argv.(2);
       let t0 = Unix.gettimeofday () in
       let sum = ref 0 in
       while Unix.gettimeofday () -. t0 < seconds do

@@ -3,7 +3,8 @@
    sampled blocks are alive when it takes over).  Then it starts its own
    Gc.Memprof (a counting tracker), refills the ring from Handover.after,
    runs a full major collection (every block of Handover.before is dead from
-   then on) and goes on refilling from Handover.after until SECONDS.
+   then on) and goes on refilling from Handover.after until SECONDS.  Its
+   times count from the test's go (Gate).
    usage: handover SECONDS T1 READY_FILE *)
 
 let ring = 200_000
@@ -23,9 +24,7 @@ let () =
   Memprof_probe.install ();
   let seconds = float_of_string Sys.argv.(1) in
   let t1 = float_of_string Sys.argv.(2) in
-  let oc = open_out Sys.argv.(3) in
-  Printf.fprintf oc "%d\n" (Unix.getpid ());
-  close_out oc;
+  Gate.ready_then_go Sys.argv.(3);
   let r = Array.make ring [||] in
   let t0 = Unix.gettimeofday () in
   let i = ref 0 in

@@ -2,6 +2,7 @@
    memprof-bpf.  Its tracker checks that its own data comes back intact
    (alloc returns its tag, promote and dealloc get it back).
    usage: own_memprof SECONDS READY_FILE early|late
+   (SECONDS from the test's go: Gate)
    early: its profile runs from start to end; late: it starts its profile
    at a third of the run and stops it at two thirds.  Prints its samples
    and errors (always 0 when all is well). *)
@@ -26,9 +27,7 @@ let () =
   let seconds = float_of_string Sys.argv.(1) in
   let late = Sys.argv.(3) = "late" in
   if not late then ignore (Gc.Memprof.start ~sampling_rate:1e-3 ~callstack_size:10 tracker);
-  let oc = open_out Sys.argv.(2) in
-  Printf.fprintf oc "%d\n" (Unix.getpid ());
-  close_out oc;
+  Gate.ready_then_go Sys.argv.(2);
   let t0 = Unix.gettimeofday () in
   let keep = Array.make 1000 [||] in
   let i = ref 0 and started = ref (not late) and stopped = ref false in

@@ -6,8 +6,10 @@
    It runs ITERATIONS iterations, paced at WORDS_PER_SEC words (0: as fast
    as it can), so its output does not depend on timing.  At exit it prints,
    per site, the words (headers included) it allocates per iteration, then
-   the iterations run and a checksum of its work.
-   usage: sites ITERATIONS READY_FILE [WORDS_PER_SEC] *)
+   the iterations run, a checksum of its work and the minor heap's size.
+   It starts once the test says go (Gate); with [linger] it then allocates
+   garbage until the test says stop, before it prints.
+   usage: sites ITERATIONS READY_FILE [WORDS_PER_SEC [linger]] *)
 
 let short_per_iter = 4
 let long_every = 2
@@ -20,9 +22,8 @@ let () =
   let words_per_sec =
     if Array.length Sys.argv > 3 then float_of_string Sys.argv.(3) else 5e6
   in
-  let oc = open_out ready in
-  Printf.fprintf oc "%d\n" (Unix.getpid ());
-  close_out oc;
+  let linger = Array.length Sys.argv > 4 && Sys.argv.(4) = "linger" in
+  Gate.ready_then_go ready;
   let ring_a = Array.make ring [||] in
   let long = ref [] in
   let sum = ref 0 in
@@ -51,9 +52,11 @@ let () =
     if words_per_sec > 0. && now -. t0 < target then Unix.sleepf (target -. (now -. t0));
     if !iters >= iterations then fin := true
   done;
+  if linger then Gate.linger ready;
   let per k = float_of_int k in
   Printf.printf "site Work.make_point %.2f\n" (per (short_per_iter * Work.words_short));
   Printf.printf "site Work.make_record %.2f\n" (per Work.words_medium);
   Printf.printf "site Work.make_entry %.2f\n" (per Work.words_long /. per long_every);
   Printf.printf "site Sites.entry %.2f\n" (3. /. per long_every);
-  Printf.printf "iterations %d\nkept %d\nchecksum %d\n" !iters (List.length !long) !sum
+  Printf.printf "iterations %d\nkept %d\nchecksum %d\n" !iters (List.length !long) !sum;
+  Printf.printf "minor_heap_words %d\n" (Gc.get ()).Gc.minor_heap_size

@@ -1,7 +1,7 @@
 (* threads_sites: two systhreads allocating at two sites, attachable by
    memprof-bpf.  Thread A allocates 4-word blocks (Work_t.alloc_a), thread B
    8-word blocks (Work_t.alloc_b), the same number of blocks each.
-   usage: threads_sites SECONDS READY_FILE *)
+   usage: threads_sites SECONDS READY_FILE (SECONDS from the test's go: Gate) *)
 
 let[@inline never] alloc_a i = (i, i, i)
 let[@inline never] alloc_b i = (i, i, i, i, i, i, i)
@@ -9,9 +9,7 @@ let[@inline never] alloc_b i = (i, i, i, i, i, i, i)
 let () =
   Memprof_probe.install ();
   let seconds = float_of_string Sys.argv.(1) in
-  let oc = open_out Sys.argv.(2) in
-  Printf.fprintf oc "%d\n" (Unix.getpid ());
-  close_out oc;
+  Gate.ready_then_go Sys.argv.(2);
   let t0 = Unix.gettimeofday () in
   let count = Array.make 2 0 in
   let worker k =
