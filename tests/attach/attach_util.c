@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,35 @@ int wait_file(const char *path, double timeout_s)
 	return -1;
 }
 
+int wait_mapped(pid_t pid, const char *needle)
+{
+	char maps[64];
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	return wait_text(maps, needle, TEST_EVENT_TIMEOUT_S);
+}
+
+int wait_exec(pid_t pid, const char *path)
+{
+	const struct timespec pause = {0, 5000000};
+	char want[PATH_MAX], exe[64], got[PATH_MAX];
+
+	if (!realpath(path, want))
+		return -1;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	for (double waited = 0; waited < TEST_EVENT_TIMEOUT_S; waited += 0.005) {
+		ssize_t n = readlink(exe, got, sizeof(got) - 1);
+
+		if (n > 0) {
+			got[n] = '\0';
+			if (!strcmp(got, want))
+				return 0;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return -1;
+}
+
 static int build_argv(char *argv[], const char *bin, const char *const args[])
 {
 	int n = 0;
@@ -126,7 +156,7 @@ pid_t trigger_start_bin(const char *bin, const char *dir, const char *out, const
 	all[n] = NULL;
 	build_argv(argv, bin, all);
 	pid = spawn(argv, out, NULL);
-	if (pid < 0 || wait_file(ready, 10) < 0)
+	if (pid < 0 || wait_file(ready, TEST_EVENT_TIMEOUT_S) < 0)
 		return -1;
 	return pid;
 }

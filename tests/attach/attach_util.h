@@ -32,6 +32,10 @@ void tmpdir_make(char *out, size_t len);
 pid_t spawn(char *const argv[], const char *out, const char *err);
 /* Exit code, or 128 + signal. */
 int wait_exit(pid_t pid);
+/* Wait until pid's /proc/PID/maps names needle: 0, or -1. */
+int wait_mapped(pid_t pid, const char *needle);
+/* Wait until pid runs the executable path (after its exec): 0, or -1. */
+int wait_exec(pid_t pid, const char *path);
 /* Wait until path exists (returns 0) or timeout_s pass (-1). */
 int wait_file(const char *path, double timeout_s);
 

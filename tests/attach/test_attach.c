@@ -60,21 +60,28 @@ static void read_views(struct run *r)
 	}
 }
 
-/* The trigger (bin) waits for the tracer, runs ITERS iterations and exits
- * while still attached.  extra: one more loader option and its value. */
+/*
+ * The trigger (bin) waits for the tracer (its semaphore, then the loader's
+ * --ready-file: the semaphore rises with the first uprobe, before every
+ * program is in place), runs ITERS iterations and exits while still
+ * attached.  extra: one more loader option and its value.
+ */
 static void run_attached_bin(struct run *r, const char *bin, const char *extra,
 			     const char *extra_val)
 {
-	const char *targs[] = {"--wait-tracers", "1", "--iterations", ITERS_ARG, NULL};
-	char pid[16];
+	char pid[16], ready[300];
 	pid_t t;
 
 	paths(r, "tracer");
+	snprintf(ready, sizeof(ready), "%s/loader.ready", r->dir);
+	const char *targs[] = {"--wait-tracers", "1", "--start-file", ready, "--iterations",
+			       ITERS_ARG,	 NULL};
 	t = trigger_start_bin(bin, r->dir, r->out, targs);
 	cr_assert_gt(t, 0, "trigger did not start");
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *largs[] = {"attach", pid,	"--rate",  RATE_ARG, "--all-views",
-			       r->views, extra, extra_val, NULL};
+	const char *largs[] = {"attach",       pid,	  "--rate",	 RATE_ARG,
+			       "--ready-file", ready,	  "--all-views", r->views,
+			       extra,	       extra_val, NULL};
 	r->rc = loader_run(r->err, largs);
 	cr_assert_eq(wait_exit(t), 0, "trigger failed");
 	cr_assert_eq(site_table_read_lines(r->out, &r->trigger), 0);
@@ -211,8 +218,10 @@ Test(attach_trigger, two_tracers_on_one_process_both_see_everything)
 			       RATE_ARG, "--all-views", views2, NULL};
 	l1 = loader_start(r.err, args1);
 	l2 = loader_start(err2, args2);
-	cr_assert_eq(wait_text(r.err, ATTACHED_NOTE, 30), 0, "first tracer did not attach");
-	cr_assert_eq(wait_text(err2, ATTACHED_NOTE, 30), 0, "second tracer did not attach");
+	cr_assert_eq(wait_text(r.err, ATTACHED_NOTE, TEST_EVENT_TIMEOUT_S), 0,
+		     "first tracer did not attach");
+	cr_assert_eq(wait_text(err2, ATTACHED_NOTE, TEST_EVENT_TIMEOUT_S), 0,
+		     "second tracer did not attach");
 	f = fopen(start, "w");
 	cr_assert(f && !fclose(f));
 	cr_assert_eq(wait_exit(l1), 0);
@@ -356,7 +365,8 @@ Test(attach_trigger, one_tracer_leaving_does_not_stop_the_other)
 	const char *leave_args[] = {"attach", pid,  "-d",	 "0.5", "--rate",
 				    RATE_ARG, "-o", "/dev/null", NULL};
 	stays = loader_start(err2, stay_args);
-	cr_assert_eq(wait_text(err2, ATTACHED_NOTE, 30), 0, "first tracer did not attach");
+	cr_assert_eq(wait_text(err2, ATTACHED_NOTE, TEST_EVENT_TIMEOUT_S), 0,
+		     "first tracer did not attach");
 	leaves = loader_start(r.err, leave_args);
 	cr_expect_eq(wait_exit(leaves), 0);
 	nanosleep(&pause, NULL);
@@ -374,18 +384,21 @@ Test(attach_trigger, one_tracer_leaving_does_not_stop_the_other)
 
 Test(attach_trigger, one_view_to_stdout)
 {
-	const char *targs[] = {"--wait-tracers", "1", "--iterations", "20000", NULL};
-	char pid[16], out[256];
+	char pid[16], out[256], ready[300];
 	struct site_table v, trig;
 	struct run r;
 	pid_t t;
 
 	paths(&r, "stdout");
 	snprintf(out, sizeof(out), "%s/short.folded", r.dir);
+	snprintf(ready, sizeof(ready), "%s/loader.ready", r.dir);
+	const char *targs[] = {"--wait-tracers", "1", "--start-file", ready, "--iterations",
+			       "20000",		 NULL};
 	t = trigger_start(r.dir, r.out, targs);
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *largs[] = {"attach", pid, "--rate", RATE_ARG, "--view", "short", NULL};
+	const char *largs[] = {"attach",       pid,   "--rate", RATE_ARG, "--view", "short",
+			       "--ready-file", ready, NULL};
 	cr_assert_eq(loader_run_out(out, r.err, largs), 0);
 	cr_assert_eq(wait_exit(t), 0);
 	cr_assert_eq(site_table_read_lines(r.out, &trig), 0);

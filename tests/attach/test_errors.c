@@ -68,10 +68,9 @@ Test(attach_errors, process_without_probes, .init = setup)
 {
 	char *argv[] = {"/bin/sleep", "30", NULL}, pid[16];
 	pid_t s = spawn(argv, NULL, NULL);
-	const struct timespec pause = {0, 100000000};
 
 	cr_assert_gt(s, 0);
-	nanosleep(&pause, NULL); /* let it exec */
+	cr_assert_eq(wait_exec(s, argv[0]), 0, "sleep did not start");
 	snprintf(pid, sizeof(pid), "%d", (int)s);
 	/* Without --no-inject the loader would load the malloc host into it
 	 * (tests/inject/). */

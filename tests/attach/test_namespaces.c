@@ -24,7 +24,7 @@ static void traced_in_a_namespace(enum host_view hv)
 	static const char *const sites[] = {"site_short_lived", "site_medium_lived",
 					    "site_long_lived", "site_major_blocks"};
 	char dir[128], ns[192], err[256], tout[256], ready[256], out[256], script[2048];
-	char cmd[512], pid[16];
+	char cmd[512], pid[16], lready[256];
 	struct site_table trig, alloc;
 	pid_t t;
 
@@ -34,6 +34,7 @@ static void traced_in_a_namespace(enum host_view hv)
 	snprintf(err, sizeof(err), "%s/loader.err", dir);
 	snprintf(tout, sizeof(tout), "%s/trigger.out", dir);
 	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(lready, sizeof(lready), "%s/loader.ready", dir);
 	snprintf(out, sizeof(out), "%s/alloc.folded", dir);
 	cr_assert_eq(mkdir(ns, 0755), 0);
 	/* What the host sees at the target's path. */
@@ -42,17 +43,20 @@ static void traced_in_a_namespace(enum host_view hv)
 			 hv == HOST_OTHER_PROGRAM ? WORKLOAD_BIN : TRIGGER_BIN, ns);
 		cr_assert_eq(system(cmd), 0);
 	}
-	/* The target's own copy, on a tmpfs only its namespace sees. */
+	/* The target's own copy, on a tmpfs only its namespace sees.  It starts
+	 * once the loader is attached (the loader's --ready-file). */
 	snprintf(script, sizeof(script),
 		 "mount -t tmpfs none %s && cp %s %s/trigger && exec %s/trigger --ready-file %s "
-		 "--wait-tracers 1 --iterations 100000",
-		 ns, TRIGGER_BIN, ns, ns, ready);
+		 "--wait-tracers 1 --start-file %s --iterations 100000",
+		 ns, TRIGGER_BIN, ns, ns, ready, lready);
 	char *argv[] = {UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", script, NULL};
 	t = spawn(argv, tout, NULL);
 	cr_assert_gt(t, 0);
-	cr_assert_eq(wait_file(ready, 10), 0, "the namespaced trigger did not start");
+	cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0,
+		     "the namespaced trigger did not start");
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *args[] = {"attach", pid, "--rate", "0.01", "-d", "15", "-o", out, NULL};
+	const char *args[] = {"attach", pid, "--rate",	     "0.01", "-d", "600",
+			      "-o",	out, "--ready-file", lready, NULL};
 	cr_expect_eq(loader_run(err, args), EXIT_OK);
 	/* Done by now, unless no tracer attached to its own file. */
 	kill(t, SIGTERM);

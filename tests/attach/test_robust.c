@@ -91,10 +91,20 @@ static double requested_rate(pid_t t)
 
 Test(robust, vfork_children_count_for_the_parent, .init = setup)
 {
-	const char *targs[] = {
-	    "--wait-tracers", "1", "--iterations", "100000", "--vfork-every", "2", NULL};
 	struct site_table trig, alloc;
-	char pid[16], views[192], path[256];
+	char pid[16], views[192], path[256], ready[256];
+
+	snprintf(ready, sizeof(ready), "%s/loader.ready", dir);
+	/* It starts once the loader is attached (its --ready-file). */
+	const char *targs[] = {"--wait-tracers",
+			       "1",
+			       "--start-file",
+			       ready,
+			       "--iterations",
+			       "100000",
+			       "--vfork-every",
+			       "2",
+			       NULL};
 	const char *sites[] = {"site_short_lived", "site_medium_lived", "site_long_lived",
 			       "site_major_blocks"};
 	pid_t t = trigger_start(dir, tout, targs);
@@ -102,7 +112,8 @@ Test(robust, vfork_children_count_for_the_parent, .init = setup)
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	snprintf(views, sizeof(views), "%s/views", dir);
-	const char *largs[] = {"attach", pid, "--rate", "0.01", "--all-views", views, NULL};
+	const char *largs[] = {"attach",       pid,   "--rate", "0.01", "--all-views", views,
+			       "--ready-file", ready, NULL};
 	cr_assert_eq(loader_run(err, largs), EXIT_OK);
 	cr_assert_eq(wait_exit(t), 0);
 	cr_assert_eq(site_table_read_lines(tout, &trig), 0);
@@ -237,7 +248,7 @@ Test(robust, output_replaced_whole_never_half_written, .init = setup)
 	fclose(f);
 	const char *args[] = {"attach", pid, "-d", "30", "-o", out, "-v", NULL};
 	l = loader_start(err, args);
-	cr_assert_eq(wait_text(err, ATTACHED_NOTE, 10), 0);
+	cr_assert_eq(wait_text(err, ATTACHED_NOTE, TEST_EVENT_TIMEOUT_S), 0);
 	kill(l, SIGKILL);
 	wait_exit(l);
 	expect_text(out, "old profile 1\n");
@@ -277,8 +288,8 @@ Test(robust, sighup_stops_like_sigterm_with_output, .init = setup)
 	snprintf(out, sizeof(out), "%s/out.folded", dir);
 	const char *args[] = {"attach", pid, "--rate", "0.01", "-o", out, "-v", NULL};
 	l = loader_start(err, args);
-	cr_assert_eq(wait_text(err, ATTACHED_NOTE, 10), 0);
-	nanosleep(&(struct timespec){0, 300000000}, NULL);
+	cr_assert_eq(wait_text(err, ATTACHED_NOTE, TEST_EVENT_TIMEOUT_S), 0);
+	cr_assert_eq(wait_target_control(t, control_sampled_once), 0, "the target never sampled");
 	kill(l, SIGHUP);
 	cr_expect_eq(wait_exit(l), EXIT_OK);
 	cr_expect_gt(file_lines(out), 0, "no profile written");
@@ -387,7 +398,7 @@ Test(robust, kernel_thread_and_static_program_are_named, .init = setup)
 	cr_expect_eq(loader_run(err, kthread), EXIT_TARGET);
 	expect_one_line("kernel thread");
 	cr_assert_gt(s, 0);
-	nanosleep(&(struct timespec){0, 100000000}, NULL);
+	cr_assert_eq(wait_exec(s, STATIC_BIN), 0, "%s did not start", STATIC_BIN);
 	snprintf(pid, sizeof(pid), "%d", (int)s);
 	const char *args[] = {"attach", pid, NULL};
 	cr_expect_eq(loader_run(err, args), EXIT_TARGET);

@@ -124,7 +124,7 @@ Test(standing, attach_detach_storm_on_a_multithreaded_target, .init = setup, .ti
 	t = spawn(argv, tout, NULL);
 	unsetenv("LD_PRELOAD");
 	cr_assert_gt(t, 0);
-	cr_assert_eq(wait_file(ready, 10), 0);
+	cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	const char *args[] = {"attach", pid, "-d", "0.1", "--rate", "1e-3", "-o", out, NULL};
 	for (int c = 0; c < STORM_CYCLES; c++) {

@@ -90,7 +90,8 @@ Test(attach_workload, views_follow_the_sites_and_sampling_stops_on_detach)
 		argv[5] = NULL;
 		w = spawn(argv, out, NULL);
 		cr_assert_gt(w, 0);
-		cr_assert_eq(wait_file(ready, 10), 0, "%s did not start", WORKLOAD_BIN);
+		cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0, "%s did not start",
+			     WORKLOAD_BIN);
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)w);
 	const char *largs[] = {"attach", pid,		"-d",  TRACE_SECONDS, "--rate",
@@ -184,7 +185,7 @@ Test(attach_workload, an_in_process_profile_is_noted)
 	snprintf(ready, sizeof(ready), "%s/ready", dir);
 	w = spawn(argv, out, NULL);
 	cr_assert_gt(w, 0);
-	cr_assert_eq(wait_file(ready, 10), 0, "%s did not start", WORKLOAD_BIN);
+	cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0, "%s did not start", WORKLOAD_BIN);
 	snprintf(pid, sizeof(pid), "%d", (int)w);
 	const char *largs[] = {"attach", pid,  "-d",	    "1", "--rate",
 			       RATE_ARG, "-o", "/dev/null", NULL};

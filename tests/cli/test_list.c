@@ -4,6 +4,7 @@
  * for one tracer at its rate while attach runs.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,20 +53,24 @@ Test(cli_list, finds_the_targets)
 	char *sleeper[] = {"/bin/sleep", "30", NULL};
 	char ready[256];
 	char *ocaml[] = {OCAML_SITES, "100000000", ready, NULL};
-	const struct timespec settle = {0, 500000000};
+	const struct timespec pause = {0, 50000000};
+	char go[300];
 	pid_t t, pre, ml, loader;
+	int code;
 
 	tmpdir_make(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/out", dir);
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
 	snprintf(ready, sizeof(ready), "%s/ocaml.ready", dir);
+	snprintf(go, sizeof(go), "%s.go", ready); /* it runs at once (gate.ml) */
+	cr_assert_eq(close(open(go, O_WRONLY | O_CREAT, 0644)), 0);
 	t = cli_trigger(dir);
 	pre = start_env(sleeper, "LD_PRELOAD=" PRELOAD);
 	ml = start_env(ocaml, NULL);
 	cr_assert(t > 0 && pre > 0 && ml > 0);
-	cr_assert_eq(wait_file(ready, 10), 0, "the OCaml program did not start");
-	nanosleep(&settle, NULL);
+	cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0, "the OCaml program did not start");
+	cr_assert_eq(wait_mapped(pre, "libmemprof-preload.so"), 0, "the preload never mapped");
 	const char *list[] = {"list", NULL};
 	cr_expect_eq(cli_run(out, err, list), EXIT_OK);
 	line_of(out, t, line, sizeof(line));
@@ -79,12 +84,12 @@ Test(cli_list, finds_the_targets)
 
 	/* Attached: sampling for one tracer at the rate asked. */
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *largs[] = {"attach", pid,  "-d",	    "10", "--rate",
-			       "0.001",	 "-o", "/dev/null", NULL};
-	loader = loader_start(lerr, largs);
-	cr_assert_gt(loader, 0);
-	for (int i = 0; i < 50; i++) {
-		nanosleep(&settle, NULL);
+	const char *largs[] = {"attach", pid, "--rate", "0.001", "-o", "/dev/null", NULL};
+	loader = loader_start_ready(dir, lerr, largs, &code);
+	cr_assert_gt(loader, 0, "the loader did not attach (exit %d)", code);
+	/* The trigger says so at its next safe point. */
+	for (double waited = 0; waited < TEST_EVENT_TIMEOUT_S; waited += 0.05) {
+		nanosleep(&pause, NULL);
 		cli_run(out, err, list);
 		line_of(out, t, line, sizeof(line));
 		if (strstr(line, " tracer "))

@@ -50,7 +50,7 @@
 
 #define TRIGGER_EPOCH_ITERS 64
 #define TRIGGER_OLD_EPOCHS 4
-#define TRIGGER_WAIT_TIMEOUT_S 60
+#define TRIGGER_WAIT_TIMEOUT_S 120
 #define TRIGGER_DEFAULT_SEED 42
 /* In --seconds mode, pause this long every epoch (keeps a core free). */
 #define TRIGGER_EPOCH_PAUSE_NS 200000
