@@ -91,7 +91,8 @@ static void usage(FILE *f)
 	    "On a terminal, a status line shows the elapsed time, samples, live blocks and\n"
 	    "drops.\n"
 	    "Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
-	    "(no such process, no memprof probes, corrupt ELF, a process that cannot be\n"
+	    "(no such process, or one that exited while being attached, no memprof\n"
+	    "probes, corrupt ELF, a process that cannot be\n"
 	    "injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
 	    "kernel without BTF/uprobes, 4 BPF or output failure.\n",
 	    MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH, MEMPROF_MAX_STACKS,

@@ -362,6 +362,7 @@ int cmd_top(int argc, char **argv)
 	struct session s;
 	struct top t = {0};
 	double end, next_refresh;
+	int redraw = 0;
 	int code = parse(argc, argv, &o), quit = 0;
 
 	if (code)
@@ -401,17 +402,21 @@ int cmd_top(int argc, char **argv)
 				 : -1;
 		if (v >= 0 && v != t.sort) {
 			t.sort = v;
-			next_refresh = 0; /* redraw now */
+			redraw = 1;
 		}
 		if (!session_poll(&s, poll))
 			quit = 1;
 		now = session_now();
-		if (now >= next_refresh || quit) {
+		if (now >= next_refresh || quit || redraw) {
 			if (refresh(&t)) {
 				code = cli_die(EXIT_FAILED, "out of memory");
 				break;
 			}
-			next_refresh = now + REFRESH_S;
+			redraw = 0;
+			/* On the second from the attach: a slow refresh (the first
+			 * symbolizes) does not shift the ones after it. */
+			while (next_refresh <= now)
+				next_refresh += REFRESH_S;
 		}
 		if (end && now >= end)
 			break;

@@ -289,6 +289,27 @@ void session_progress(struct session *s)
  * Write the requested rate, after checking the control block's magic.  The
  * rate requested before is kept in p, to be put back if the attach fails.
  */
+/*
+ * A step of the attach failed: its one line, unless the process exited
+ * meanwhile, which is then the one thing to say (whatever step noticed).
+ * Returns the exit code.
+ */
+static int attach_fail(const struct traced *p, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int attach_fail(const struct traced *p, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (proc_exited(p->pid))
+		return cli_die(EXIT_TARGET, "process %d exited while being attached", (int)p->pid);
+	fputs("memprof-bpf: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
 static int request_rate(const struct attach_opts *o, struct traced *p)
 {
 	const struct target *t = &p->t;
@@ -304,22 +325,24 @@ static int request_rate(const struct attach_opts *o, struct traced *p)
 	}
 	rc = control_read(pid, t->control_addr, &ctl);
 	if (rc)
-		return cli_die(rc == -EPERM ? EXIT_DENIED : EXIT_TARGET,
-			       "cannot read the control block of process %d: %s", (int)pid,
-			       strerror(-rc));
+		return attach_fail(p, rc == -EPERM ? EXIT_DENIED : EXIT_TARGET,
+				   "cannot read the control block of process %d: %s", (int)pid,
+				   strerror(-rc));
 	if (ctl.magic != MEMPROF_PROBE_CONTROL_MAGIC)
-		return cli_die(EXIT_TARGET, "process %d: %s has a bad magic (corrupt or foreign)",
-			       (int)pid, MEMPROF_PROBE_CONTROL_SYMBOL);
+		return attach_fail(p, EXIT_TARGET,
+				   "process %d: %s has a bad magic (corrupt or foreign)", (int)pid,
+				   MEMPROF_PROBE_CONTROL_SYMBOL);
 	if (ctl.abi_version != MEMPROF_PROBE_ABI_VERSION)
-		return cli_die(EXIT_TARGET,
-			       "process %d: probe ABI version %u, this tracer knows %u", (int)pid,
-			       ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
+		return attach_fail(p, EXIT_TARGET,
+				   "process %d: probe ABI version %u, this tracer knows %u",
+				   (int)pid, ctl.abi_version, MEMPROF_PROBE_ABI_VERSION);
 	p->old_rate = ctl.requested_rate;
 	rc = control_write_rate(pid, t->control_addr, o->rate);
 	p->rate_written = !rc;
 	if (rc)
-		return cli_die(EXIT_TARGET, "cannot write the requested rate into process %d: %s",
-			       (int)pid, strerror(-rc));
+		return attach_fail(p, EXIT_TARGET,
+				   "cannot write the requested rate into process %d: %s", (int)pid,
+				   strerror(-rc));
 	return EXIT_OK;
 }
 
@@ -524,7 +547,7 @@ static int attach_one(struct session *s, struct traced *p)
 		int probe = environ_probe_uprobes(p->pid, err, sizeof(err));
 
 		if (probe)
-			return cli_die(probe == -2 ? EXIT_TARGET : EXIT_DENIED, "%s", err);
+			return attach_fail(p, probe == -2 ? EXIT_TARGET : EXIT_DENIED, "%s", err);
 	}
 	p->sym = symbolizer_new();
 	if (!p->sym)
@@ -533,14 +556,14 @@ static int attach_one(struct session *s, struct traced *p)
 	case TARGET_OK:
 		break;
 	case TARGET_INJECT_FAILED:
-		return cli_die(EXIT_TARGET, "%s", err);
+		return attach_fail(p, EXIT_TARGET, "%s", err);
 	case TARGET_INJECT_DENIED:
 	case TARGET_NO_ACCESS:
-		return cli_die(EXIT_DENIED, "%s", err);
+		return attach_fail(p, EXIT_DENIED, "%s", err);
 	case TARGET_ERROR:
-		return cli_die(EXIT_FAILED, "%s", err);
+		return attach_fail(p, EXIT_FAILED, "%s", err);
 	default:
-		return cli_die(EXIT_TARGET, "%s", err);
+		return attach_fail(p, EXIT_TARGET, "%s", err);
 	}
 	profile_process_name(p->pid, p->name, sizeof(p->name));
 	/* The BPF object first: a failure to load it leaves the target as it was. */
@@ -549,15 +572,15 @@ static int attach_one(struct session *s, struct traced *p)
 	case TRACER_OK:
 		break;
 	case TRACER_DENIED:
-		return cli_die(EXIT_DENIED, "%s", err);
+		return attach_fail(p, EXIT_DENIED, "%s", err);
 	default:
-		return cli_die(EXIT_FAILED, "%s", err);
+		return attach_fail(p, EXIT_FAILED, "%s", err);
 	}
 	code = request_rate(s->o, p);
 	if (code)
 		return code;
 	if (tracer_attach(&p->tr, &p->t, err, sizeof(err)) != TRACER_OK)
-		return cli_die(proc_exited(p->pid) ? EXIT_TARGET : EXIT_FAILED, "%s", err);
+		return attach_fail(p, EXIT_FAILED, "%s", err);
 	if (s->o->verbose)
 		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
 			p->t.n_files, (int)p->pid);
@@ -855,7 +878,8 @@ void session_detach(struct session *s)
 
 		if (!p->opened || !p->tr.skel)
 			continue;
-		if (s->n == 1 && (p->exited || proc_exited(p->pid)))
+		/* Only a session that started collected anything. */
+		if (s->start_mono && s->n == 1 && (p->exited || proc_exited(p->pid)))
 			fprintf(
 			    stderr,
 			    "memprof-bpf: note: process %d exited; writing what was collected\n",

@@ -23,8 +23,8 @@
 /* Estimated bytes one sample stands for at RATE: 8 * round(65536 / RATE) >> 16. */
 #define BYTES_PER_SAMPLE 8000.0
 #define TRACE_SECONDS "1.5"
-/* Outlasts the trace: the test stops the workload itself. */
-#define WORKLOAD_SECONDS "30"
+/* Longer than any test: each test ends it with SIGTERM. */
+#define WORKLOAD_SECONDS "600"
 /* Rounds after which the long-lived ring wraps and long-lived blocks die
  * (262144 roots, one block every 4th round: runtime-probes/workloads/sites.c). */
 #define LONG_RING 262144
@@ -97,7 +97,8 @@ Test(attach_workload, views_follow_the_sites_and_sampling_stops_on_detach)
 	const char *largs[] = {"attach", pid,		"-d",  TRACE_SECONDS, "--rate",
 			       RATE_ARG, "--all-views", views, NULL};
 	cr_assert_eq(loader_run(err, largs), 0, "loader failed");
-	nanosleep(&pause, NULL); /* the workload's next safe point */
+	/* The workload's next safe point turns sampling off. */
+	cr_assert_eq(wait_target_control(w, control_sampling_off), 0, "sampling never went off");
 	cr_assert_eq(target_control(w, &c1), 0, "no control block in the workload");
 	nanosleep(&pause, NULL);
 	cr_assert_eq(target_control(w, &c2), 0);
