@@ -36,7 +36,7 @@ BENCH_DEPS :=
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-.PHONY: all deps test demo bench clean format format-check
+.PHONY: all deps test test-long test-loaded demo bench clean format format-check
 all: $(DEPS_STAMP) build-all
 
 $(DEPS_STAMP): scripts/install-deps.sh
@@ -75,6 +75,14 @@ $(BUILD)/san/obj/%.o: %.c $(PUBLIC_HDRS) | $(DEPS_STAMP)
 test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory build-all $(TEST_BINS)
 	@./tests/run-tests.sh $(TEST_BINS)
+
+# The random-instant tests at their full counts (MEMPROF_TEST_LONG=1).
+test-long: $(DEPS_STAMP)
+	@MEMPROF_TEST_LONG=1 $(MAKE) --no-print-directory test
+
+# make test three times in a row beside one CPU hog per core (RUNS=N).
+test-loaded: $(DEPS_STAMP)
+	@./scripts/test-loaded.sh
 
 clean:
 	rm -rf $(BUILD) vmlinux/vmlinux.h

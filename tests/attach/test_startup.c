@@ -117,13 +117,14 @@ Test(startup, a_target_exiting_at_any_instant_of_the_attach, .timeout = 1800)
 		snprintf(pid, sizeof(pid), "%d", (int)t);
 		unlink(out);
 		unlink(ready);
-		const char *args[] = {"attach", pid, "-d", "600", "-o", out, "--ready-file", ready,
-				      NULL};
+		const char *args[] = {"attach",	      pid,   "-d", "600", "-o", out,
+				      "--ready-file", ready, NULL};
 		l = loader_start(err, args);
 		if (r % 2 == 0) {
 			sleep_s(u * startup * 1.2);
 		} else {
-			cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0, "run %d: no attach", r);
+			cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0, "run %d: no attach",
+				     r);
 			sleep_s(u * 0.2);
 		}
 		kill(t, SIGKILL);
@@ -140,11 +141,12 @@ Test(startup, a_target_exiting_at_any_instant_of_the_attach, .timeout = 1800)
 		} else {
 			after++;
 			cr_expect_eq(code, EXIT_OK, "run %d: exit %d: %s", r, code, text);
-			cr_expect(strstr(text, "exited; writing what was collected"), "run %d: %s", r,
-				  text);
+			cr_expect(strstr(text, "exited; writing what was collected"), "run %d: %s",
+				  r, text);
 			cr_expect(access(out, F_OK) == 0, "run %d: no profile written", r);
 		}
-		cr_expect(!strstr(text, "cannot"), "run %d: an error besides the exit: %s", r, text);
+		cr_expect(!strstr(text, "cannot"), "run %d: an error besides the exit: %s", r,
+			  text);
 		free(text);
 	}
 	fprintf(stderr, "startup: %d exits before the attach, %d after\n", before, after);
@@ -170,8 +172,8 @@ Test(startup, the_ready_file_says_attached)
 	snprintf(ready, sizeof(ready), "%s/loader-0.ready", dir);
 	t = start_trigger(dir);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *args[] = {"attach", pid, "-d", "600", "--rate", "0.01", "-o", "/dev/null",
-			      NULL};
+	const char *args[] = {"attach", pid,  "-d",	   "600", "--rate",
+			      "0.01",	"-o", "/dev/null", NULL};
 	l = loader_start_ready(dir, err, args, &code);
 	cr_assert_gt(l, 0, "the loader did not attach (exit %d)", code);
 	text = read_file(ready);
