@@ -9,6 +9,7 @@
 #ifndef INJECT_GO_WAIT_H
 #define INJECT_GO_WAIT_H
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,14 +23,23 @@ static void *volatile go_wait_sink;
 __attribute__((noinline)) static int go_wait(const char *go_file)
 {
 	const struct timespec pause = {0, 1000000};
-	char ready[4096], tmp[4200];
-	FILE *f;
+	/* Zeroed: stale words in an unwritten buffer would look like frames. */
+	char ready[256] = {0}, tmp[300] = {0}, text[32] = {0};
+	int fd, n;
 
-	/* GO_FILE.ready, whole by a rename. */
+	/*
+	 * GO_FILE.ready, whole by a rename, with system calls only: stdio would
+	 * leave return addresses into malloc in the stack words above the wait,
+	 * which the injector's conservative stack scan takes for live frames
+	 * (it reads every word of the stack).
+	 */
 	snprintf(ready, sizeof(ready), "%s.ready", go_file);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", ready);
-	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) || rename(tmp, ready))
+	n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, (size_t)n) != n || close(fd) || rename(tmp, ready))
 		return -1;
 	for (long i = 0; i < GO_WAIT_SECONDS * 1000L; i++) {
 		if (access(go_file, F_OK) == 0)
