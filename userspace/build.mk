@@ -1,30 +1,41 @@
 # userspace/: the loader, build/memprof-bpf (libbpf skeleton from bpf/), and
 # `make demo`.  Tests: tests/attach/ (the loader against real processes:
 # a deterministic probe trigger in tests/attach/progs/, the workloads).
+#
+# The loader's sources are every userspace/*.c and userspace/*/*.c (one
+# folder a job, userspace/README.md): a new file or a new folder needs no
+# edit here.
 
 LOADER := $(BUILD)/memprof-bpf
-# The pprof encoder: C from userspace/profile.proto (protoc-c).
+# The pprof encoder: C from userspace/output/profile.proto (protoc-c).
+PPROF_PROTO := userspace/output/profile.proto
 PPROF_GEN_DIR := $(BUILD)/gen/userspace
 PPROF_GEN_C := $(PPROF_GEN_DIR)/profile.pb-c.c
 PPROF_GEN_H := $(PPROF_GEN_DIR)/profile.pb-c.h
 PPROF_GEN_OBJ := $(BUILD)/obj/gen/profile.pb-c.o
-# Every userspace/*.c but main.c is also linked into the attach tests.
-LOADER_LIB_SRCS := $(filter-out userspace/main.c,$(wildcard userspace/*.c))
+LOADER_SRCS := $(wildcard userspace/*.c userspace/*/*.c)
+LOADER_MAIN := userspace/cmd/main.c
+# Every loader source but main.c is also linked into the tests.
+LOADER_LIB_SRCS := $(filter-out $(LOADER_MAIN),$(LOADER_SRCS))
 LOADER_LIB_OBJS := $(LOADER_LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(PPROF_GEN_OBJ)
-LOADER_OBJS := $(BUILD)/obj/userspace/main.o $(LOADER_LIB_OBJS)
+LOADER_OBJS := $(LOADER_MAIN:%.c=$(BUILD)/obj/%.o) $(LOADER_LIB_OBJS)
 # libdw/libdwfl symbolize, protobuf-c encodes pprof, zlib gzips it, and
-# libstdc++ demangles C++ (userspace/demangle.c says why).
+# libstdc++ demangles C++ (userspace/symbols/demangle.c says why).
 LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libdw) $(call pkg_libs,libelf) \
 	$(call pkg_libs,libprotobuf-c) $(call pkg_libs,zlib) -lstdc++ -lm
 
-EXTRA_CFLAGS_userspace/ := -I$(BUILD) -Ibpf -I$(PPROF_GEN_DIR)
+# Every folder of the loader: its headers by their folder ("trace/tracer.h")
+# from userspace/, the skeleton and the generated encoder, the maps shared
+# with bpf/.
+LOADER_CFLAGS := -Iuserspace -I$(BUILD) -Ibpf -I$(PPROF_GEN_DIR)
+$(foreach d,$(sort $(dir $(LOADER_SRCS))),$(eval EXTRA_CFLAGS_$(d) := $(LOADER_CFLAGS)))
 
 # The loader includes the generated skeleton and the generated encoder.
 $(LOADER_OBJS): $(BPF_SKEL) bpf/memprof_maps.h $(PPROF_GEN_H)
 
-$(PPROF_GEN_C) $(PPROF_GEN_H) &: userspace/profile.proto | $(DEPS_STAMP)
+$(PPROF_GEN_C) $(PPROF_GEN_H) &: $(PPROF_PROTO) | $(DEPS_STAMP)
 	@mkdir -p $(PPROF_GEN_DIR)
-	protoc-c --proto_path=userspace --c_out=$(PPROF_GEN_DIR) userspace/profile.proto
+	protoc-c --proto_path=$(dir $(PPROF_PROTO)) --c_out=$(PPROF_GEN_DIR) $(PPROF_PROTO)
 
 $(PPROF_GEN_OBJ): $(PPROF_GEN_C) $(PPROF_GEN_H)
 	@mkdir -p $(@D)
@@ -208,19 +219,21 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iruntime-probes/include -I
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_BINS := $(FUZZ_PROGS)/fuzz-elf $(FUZZ_PROGS)/fuzz-maps
 
-$(FUZZ_PROGS)/fuzz-elf: tests/fuzz/progs/fuzz_elf.c userspace/elfimage.c userspace/elfimage.h \
+$(FUZZ_PROGS)/fuzz-elf: tests/fuzz/progs/fuzz_elf.c userspace/symbols/elfimage.c \
+		userspace/symbols/elfimage.h \
 		| $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@ $(call pkg_libs,libelf)
 
-$(FUZZ_PROGS)/fuzz-maps: tests/fuzz/progs/fuzz_maps.c userspace/procmaps.c userspace/procmaps.h \
+$(FUZZ_PROGS)/fuzz-maps: tests/fuzz/progs/fuzz_maps.c userspace/symbols/procmaps.c \
+		userspace/symbols/procmaps.h \
 		| $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@
 
 TEST_NEEDS_fuzz = $(FUZZ_BINS)
-# ---- tests/lifetimes: lifetimes and the timeline (userspace/lifetimes.c,
-# userspace/timeline.c) on programs of known lifetimes and known live-memory
+# ---- tests/lifetimes: lifetimes and the timeline (userspace/output/lifetimes.c,
+# userspace/output/timeline.c) on programs of known lifetimes and known live-memory
 # steps, run under the malloc host ----
 LIFETIMES_PROGS_DIR := $(BUILD)/tests/lifetimes/progs
 LIFETIMES_PROGS := $(patsubst tests/lifetimes/progs/%.c,$(LIFETIMES_PROGS_DIR)/%, \

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <linux/types.h>
-#include "control.h"
-#include "target.h"
+#include "trace/control.h"
+#include "trace/target.h"
 
 #define STATS_PREFIX "memprof-bpf: stats:"
 #define MAX_ARGS 32

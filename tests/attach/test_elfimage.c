@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "attach_util.h"
-#include "elfimage.h"
+#include "symbols/elfimage.h"
 
 Test(elfimage, finds_the_probes_the_control_block_and_the_sites)
 {

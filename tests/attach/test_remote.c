@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "remote.h"
+#include "trace/remote.h"
 
 /* The child keeps its copy of these at the same addresses. */
 static char message[64] = "read me from another process";

@@ -18,7 +18,7 @@
 #include "memprof_probe_abi.h"
 #include "attach_util.h"
 #include "exit_codes.h"
-#include "folded.h"
+#include "output/folded.h"
 
 #define CAPSH "/usr/sbin/capsh"
 #define UNSHARE "/usr/bin/unshare"

@@ -16,7 +16,7 @@
 #include <linux/types.h>
 #include "memprof_probe_abi.h"
 #include "attach_util.h"
-#include "folded.h"
+#include "output/folded.h"
 
 #define RATE_ARG "0.001"
 #define RATE 0.001

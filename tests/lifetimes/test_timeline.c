@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lifetimes.h"
+#include "output/lifetimes.h"
 #include "lifetimes_util.h"
-#include "timeline.h"
+#include "output/timeline.h"
 
 #define RATE "0.001"
 #define RATE_NUM 0.001

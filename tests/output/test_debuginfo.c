@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dwarf_symbolize.h"
+#include "symbols/dwarf_symbolize.h"
 #include "output_util.h"
 
 #define RATE "0.01"

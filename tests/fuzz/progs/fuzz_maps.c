@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "procmaps.h"
+#include "symbols/procmaps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

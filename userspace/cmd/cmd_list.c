@@ -14,9 +14,9 @@
 #include <linux/types.h>
 #include "cli.h"
 #include "cmd.h"
-#include "control.h"
-#include "profile.h"
-#include "symbolize.h"
+#include "trace/control.h"
+#include "output/profile.h"
+#include "symbols/symbolize.h"
 
 static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},

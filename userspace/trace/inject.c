@@ -50,8 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elfimage.h"
-#include "procmaps.h"
+#include "symbols/elfimage.h"
+#include "symbols/procmaps.h"
 
 #if !defined(__x86_64__)
 #error "the injector drives x86-64 targets from an x86-64 loader"

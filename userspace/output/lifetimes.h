@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #include "profile.h"
-#include "tracer.h"
+#include "trace/tracer.h"
 
 /* One stack's or one site's lifetimes, in samples (n_samples of each block). */
 struct lifetime_dist {

@@ -12,9 +12,9 @@
 #include <time.h>
 
 #include "cli.h"
-#include "output.h"
-#include "target.h"
-#include "tracer.h"
+#include "output/output.h"
+#include "trace/target.h"
+#include "trace/tracer.h"
 
 #define SESSION_MAX_PIDS 16
 

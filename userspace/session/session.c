@@ -14,10 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control.h"
-#include "environ_check.h"
-#include "folded.h"
-#include "inject.h"
+#include "trace/control.h"
+#include "trace/environ_check.h"
+#include "output/folded.h"
+#include "trace/inject.h"
 
 /* The target's mappings are re-read every poll. */
 #define MAPS_REFRESH_POLLS 1

@@ -14,7 +14,7 @@
 #include "cmd.h"
 #include <linux/types.h>
 #include "memprof_probe_abi.h"
-#include "session.h"
+#include "session/session.h"
 
 static const char short_opts[] = ":d:o:vh";
 static const struct option long_opts[] = {

@@ -26,11 +26,11 @@
 
 #include "cli.h"
 #include "cmd.h"
-#include "folded.h"
-#include "output.h"
-#include "pprof.h"
+#include "output/folded.h"
+#include "output/output.h"
+#include "output/pprof.h"
 #include "profile.pb-c.h"
-#include "text_report.h"
+#include "output/text_report.h"
 
 /* pprof's name of each view's bytes and objects. */
 static const char *const space_type[MEMPROF_N_VIEWS] = {"alloc_space", "inuse_space",

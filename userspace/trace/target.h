@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 
 struct probe_file {
 	char *path;		   /* the file to attach to (a map_files path once deleted) */

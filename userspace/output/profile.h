@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 #include "memprof_maps.h"
-#include "dwarf_symbolize.h"
+#include "symbols/dwarf_symbolize.h"
 #include "folded.h"
 
 struct lifetime_dist; /* userspace/lifetimes.h */

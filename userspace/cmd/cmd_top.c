@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "cmd.h"
-#include "folded.h"
-#include "session.h"
-#include "text_report.h"
-#include "timeline.h"
+#include "output/folded.h"
+#include "session/session.h"
+#include "output/text_report.h"
+#include "output/timeline.h"
 
 #define REFRESH_S 1.0
 /* Refreshes the live sparkline covers (one column each). */
