@@ -30,7 +30,7 @@
 #include "output/output.h"
 #include "output/pprof.h"
 #include "profile.pb-c.h"
-#include "output/text_report.h"
+#include "output/site.h"
 
 /* pprof's name of each view's bytes and objects. */
 static const char *const space_type[MEMPROF_N_VIEWS] = {"alloc_space", "inuse_space",
@@ -739,7 +739,7 @@ static int write_text(FILE *f, const struct change *c, size_t n, const struct di
 			names[a] = names[z - 1];
 			names[z - 1] = x;
 		}
-		s[m].site = nn ? text_report_site_of(names, nn) : "(empty stack)";
+		s[m].site = nn ? site_of_names(names, nn) : "(empty stack)";
 		len = strlen(s[m].site);
 		(void)len;
 		s[m].base = c[i].base;

@@ -20,7 +20,7 @@
 #include "cmd.h"
 #include "output/folded.h"
 #include "session/session.h"
-#include "output/text_report.h"
+#include "output/site.h"
 #include "output/timeline.h"
 
 #define REFRESH_S 1.0
@@ -279,7 +279,7 @@ static int refresh(struct top *t)
 	for (size_t i = 0; i < prof.n_stacks; i++) {
 		const struct profile_stack *s = &prof.stacks[i];
 
-		rows[n] = (struct site_row){.site = text_report_site(s),
+		rows[n] = (struct site_row){.site = site_of_stack(s),
 					    .alloc = (double)s->bytes[MEMPROF_VIEW_ALLOC],
 					    .live = (double)s->bytes[MEMPROF_VIEW_LIVE],
 					    .promoted = (double)s->bytes[MEMPROF_VIEW_PROMOTED],

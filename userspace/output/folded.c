@@ -7,20 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const memprof_view_names[MEMPROF_N_VIEWS] = MEMPROF_VIEW_NAMES;
-
 struct folded_line {
 	char *stack;
 	uint64_t weight;
 };
-
-int memprof_view_parse(const char *s)
-{
-	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
-		if (!strcmp(s, memprof_view_names[v]))
-			return v;
-	return -1;
-}
 
 /*
  * Root-first frames joined by ';' (in names ';' becomes ':', and line breaks

@@ -8,16 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <linux/types.h>
-#include "memprof_maps.h"
-
-/* The views are the kernel's aggregates (enum memprof_view, memprof_maps.h). */
-extern const char *const memprof_view_names[MEMPROF_N_VIEWS];
-
-/* The view named s, or -1. */
-int memprof_view_parse(const char *s);
-
-struct profile;
+#include "profile.h"
 
 /*
  * Write view v of profile p to out, one line per distinct symbolized stack

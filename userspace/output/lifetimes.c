@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text_report.h"
+#include "site.h"
 
 /* Quantiles every output gives. */
 static const double quantiles[] = {0.5, 0.9, 0.99};
@@ -241,7 +241,7 @@ struct lifetime_site *lifetime_sites(const struct profile *p, size_t *n_out)
 
 		if (!s->life || lifetime_dist_died(s->life, -1) + lifetime_dist_live(s->life) == 0)
 			continue;
-		name = text_report_site(s);
+		name = site_of_stack(s);
 		for (j = 0; j < n && (sites[j].part != s->part || strcmp(sites[j].name, name)); j++)
 			;
 		if (j == n) {

@@ -69,7 +69,7 @@ void lifetime_summary(const struct lifetime_dist *d, char *buf, size_t len);
  * processes is two sites, named with lifetime_site_label().
  */
 struct lifetime_site {
-	const char *name; /* text_report_site() of its stacks */
+	const char *name; /* site_of_stack() of its stacks */
 	size_t part;	  /* its process, p->parts[part] */
 	struct lifetime_dist d;
 };

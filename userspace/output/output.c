@@ -12,6 +12,7 @@
 
 #include "exit_codes.h"
 #include "flamegraph_svg.h"
+#include "folded.h"
 #include "pprof.h"
 #include "text_report.h"
 

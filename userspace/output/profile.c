@@ -6,6 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const memprof_view_names[MEMPROF_N_VIEWS] = MEMPROF_VIEW_NAMES;
+
+int memprof_view_parse(const char *s)
+{
+	for (int v = 0; v < MEMPROF_N_VIEWS; v++)
+		if (!strcmp(s, memprof_view_names[v]))
+			return v;
+	return -1;
+}
+
 int profile_build(struct profile *p, const struct memprof_stack *stacks,
 		  const struct memprof_stack_agg *aggs, uint32_t n, struct dsym *dsym,
 		  const struct profile_meta *meta)

@@ -13,9 +13,14 @@
 #include <linux/types.h>
 #include "memprof_maps.h"
 #include "symbols/dwarf_symbolize.h"
-#include "folded.h"
 
-struct lifetime_dist; /* userspace/lifetimes.h */
+struct lifetime_dist; /* lifetimes.h */
+
+/* The views are the kernel's aggregates (enum memprof_view, memprof_maps.h). */
+extern const char *const memprof_view_names[MEMPROF_N_VIEWS];
+
+/* The view named s, or -1. */
+int memprof_view_parse(const char *s);
 
 struct profile_stack {
 	/* Frames innermost first (NULL entries never); n_frames 0: stack unknown. */

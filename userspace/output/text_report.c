@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lifetimes.h"
+#include "site.h"
 
 static const char *const view_meaning[MEMPROF_N_VIEWS] = {
     "every sampled allocation",
@@ -13,140 +14,6 @@ static const char *const view_meaning[MEMPROF_N_VIEWS] = {
     "blocks that survived a minor collection",
     "blocks freed while young",
 };
-
-/*
- * Frames of the allocator, of the C++ standard library (containers,
- * allocators), and the allocation wrappers of common runtimes and
- * libraries: the site is the innermost frame past them, the code that
- * asked for the memory.  A name matches an entry when it is the entry,
- * or the entry followed by its arguments or template arguments ('(', '<',
- * '['); an entry ending in ':' or '_' matches every name it starts.
- */
-static const char *const allocator_names[] = {
-    /* C library */
-    "malloc",
-    "calloc",
-    "realloc",
-    "reallocarray",
-    "posix_memalign",
-    "aligned_alloc",
-    "memalign",
-    "valloc",
-    "pvalloc",
-    "free",
-    "strdup",
-    "strndup",
-    "__strdup",
-    "__strndup",
-    "__libc_malloc",
-    "__libc_calloc",
-    "__libc_realloc",
-    "__libc_memalign",
-    /* C++ */
-    "operator new",
-    "std::",
-    "__gnu_cxx::",
-    /* GNU and git style x-wrappers */
-    "xmalloc",
-    "xcalloc",
-    "xrealloc",
-    "xmallocz",
-    "xstrdup",
-    "xstrndup",
-    "xmemdupz",
-    "do_xmalloc",
-    "do_xmallocz",
-    "xzalloc",
-    "xnmalloc",
-    "xmemdup",
-    /* GLib */
-    "g_malloc",
-    "g_malloc0",
-    "g_realloc",
-    "g_malloc_n",
-    "g_malloc0_n",
-    "g_realloc_n",
-    "g_try_malloc",
-    "g_try_malloc0",
-    "g_try_realloc",
-    "g_slice_alloc",
-    "g_slice_alloc0",
-    "g_strdup",
-    "g_strndup",
-    "g_memdup",
-    "g_memdup2",
-    /* CPython */
-    "PyMem_",
-    "_PyMem_",
-    "PyObject_Malloc",
-    "PyObject_Calloc",
-    "PyObject_Realloc",
-    "_PyObject_Malloc",
-    "_PyObject_Calloc",
-    "_PyObject_Realloc",
-    "pymalloc_alloc",
-    "pymalloc_realloc",
-    "_PyObject_MallocWithType",
-    /* Perl */
-    "Perl_safesysmalloc",
-    "Perl_safesyscalloc",
-    "Perl_safesysrealloc",
-    /* SQLite */
-    "sqlite3Malloc",
-    "sqlite3MallocZero",
-    "sqlite3MemMalloc",
-    "sqlite3MemRealloc",
-    "sqlite3Realloc",
-    "sqlite3DbMallocRaw",
-    "sqlite3DbMallocRawNN",
-    "sqlite3DbMallocZero",
-    "sqlite3DbRealloc",
-    "sqlite3DbReallocOrFree",
-    "sqlite3_malloc",
-    "sqlite3_malloc64",
-    "sqlite3_realloc",
-    "sqlite3_realloc64",
-    "dbMallocRawFinish",
-    "mallocWithAlarm",
-    /* LLVM */
-    "llvm::safe_malloc",
-    "llvm::safe_calloc",
-    "llvm::safe_realloc",
-    "llvm::allocate_buffer",
-};
-
-int text_report_allocator_frame(const char *name)
-{
-	/* A function template's name starts with its return type. */
-	if (!strncmp(name, "void ", 5))
-		name += 5;
-	for (size_t i = 0; i < sizeof(allocator_names) / sizeof(allocator_names[0]); i++) {
-		const char *a = allocator_names[i];
-		size_t n = strlen(a);
-
-		if (!strncmp(name, a, n) &&
-		    (a[n - 1] == ':' || a[n - 1] == '_' || name[n] == '\0' || name[n] == '(' ||
-		     name[n] == '<' || name[n] == '['))
-			return 1;
-	}
-	return 0;
-}
-
-const char *text_report_site(const struct profile_stack *s)
-{
-	const char *names[PROFILE_MAX_NAMES];
-	size_t n = profile_stack_names(s, names, PROFILE_MAX_NAMES);
-
-	return text_report_site_of(names, n);
-}
-
-const char *text_report_site_of(const char *const *names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!text_report_allocator_frame(names[i]))
-			return names[i];
-	return n ? names[0] : "";
-}
 
 struct row {
 	char *label; /* site name, or the stack root;...;leaf */
@@ -216,7 +83,7 @@ static struct row *rows_of(const struct profile *p, int v, int by_stack, size_t 
 
 		if (s->bytes[v] <= 0)
 			continue;
-		label = by_stack ? stack_label(s) : strdup(text_report_site(s));
+		label = by_stack ? stack_label(s) : strdup(site_of_stack(s));
 		if (!label)
 			goto oom;
 		for (j = 0; j < n && strcmp(rows[j].label, label); j++)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "lifetimes.h"
-#include "text_report.h"
+#include "site.h"
 #include "xml.h"
 
 int timeline_init(struct timeline *tl, int64_t start_ns, int64_t interval_ns, size_t max_points)
@@ -258,7 +258,7 @@ static int sites_build(struct sites *st, const struct timeline *tl, const struct
 	if (!all)
 		goto oom;
 	for (size_t i = 0; i < p->n_stacks; i++) {
-		const char *name = text_report_site(&p->stacks[i]);
+		const char *name = site_of_stack(&p->stacks[i]);
 		size_t k = p->stacks[i].part, j;
 
 		if (k >= n_parts)

@@ -95,7 +95,7 @@ enum timeline_format timeline_format_of_path(const char *path);
 #define TIMELINE_OTHER_SITES "[other sites]"
 
 /*
- * Write the timeline per site (text_report_site() of p's stacks; with
+ * Write the timeline per site (site_of_stack() of p's stacks; with
  * several processes a site is per process, the legend names it "site
  * [comm (pid)]"): CSV rows time_s,gcs,site,live_bytes,live_samples,pid
  * (pid empty for the other sites), or the SVG chart.  0 or -1.
