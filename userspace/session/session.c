@@ -1,4 +1,9 @@
-/* The tracing session of attach and top (session.h). */
+/*
+ * The tracing session of attach and top (session.h): start (the machine's
+ * checks, scan or inject, load, rate, attach), polls, detach, free.  The
+ * options are in session_opts.c, what it says on stderr in
+ * session_notes.c, what it writes in session_write.c.
+ */
 #include "session.h"
 
 #include <bpf/libbpf.h>
@@ -16,173 +21,19 @@
 
 #include "trace/control.h"
 #include "trace/environ_check.h"
-#include "output/folded.h"
 #include "trace/inject.h"
+#include "session_internal.h"
 
 /* The target's mappings are re-read every poll. */
 #define MAPS_REFRESH_POLLS 1
 /* How often the block map is copied (live blocks and their ages). */
 #define BLOCKS_READ_POLLS 5
 #define ERR_LEN 512
-/*
- * A generous allocation throughput, to bound the samples a target could
- * have given at a very low rate: bytes allocated per second of its CPU time.
- */
-#define GENEROUS_ALLOC_BYTES_PER_CPU_S (4.0 * 1024 * 1024 * 1024)
 
 volatile sig_atomic_t session_stop_requested;
 static int libbpf_verbose;
 
-/* ---- Options ---- */
-
-void attach_opts_init(struct attach_opts *o)
-{
-	*o = (struct attach_opts){.view = MEMPROF_VIEW_ALLOC,
-				  .rate = MEMPROF_PROBE_DEFAULT_RATE,
-				  .format = FMT_AUTO,
-				  .rows = 20,
-				  .sort = MEMPROF_VIEW_LIVE};
-}
-
-int attach_opts_set(struct attach_opts *o, int c, const char *arg)
-{
-	unsigned long n;
-	char *end;
-	int v;
-
-	switch (c) {
-	case 'd':
-		return cli_parse_seconds(arg, &o->seconds);
-	case 'o':
-		if (o->n_out == OUTPUT_MAX_FILES)
-			return cli_die(EXIT_USAGE, "at most %d -o files", OUTPUT_MAX_FILES), -1;
-		o->out_paths[o->n_out++] = arg;
-		return 0;
-	case 'v':
-		o->verbose = 1;
-		return 0;
-	case 'n':
-		return cli_parse_count(arg, "row count", 10000, &o->rows);
-	case OPT_FORMAT:
-		v = output_format_parse(arg);
-		if (v < 0)
-			return cli_die(EXIT_USAGE, "unknown format '%s' (folded, pprof, svg, text)",
-				       arg),
-			       -1;
-		o->format = v;
-		return 0;
-	case OPT_ALL_VIEWS:
-		o->all_views_dir = arg;
-		return 0;
-	case OPT_VIEW:
-	case OPT_SORT:
-		v = memprof_view_parse(arg);
-		if (v < 0)
-			return cli_die(EXIT_USAGE,
-				       "unknown view '%s' (alloc, live, promoted, short)", arg),
-			       -1;
-		if (c == OPT_VIEW)
-			o->view = v;
-		else
-			o->sort = v;
-		return 0;
-	case OPT_RATE:
-		errno = 0;
-		o->rate = strtod(arg, &end);
-		if (errno || *end || end == arg || !(o->rate > 0 && o->rate <= 1))
-			return cli_die(EXIT_USAGE, "bad rate '%s' (a rate per word, in (0, 1])",
-				       arg),
-			       -1;
-		return 0;
-	case OPT_MAX_BLOCKS:
-		if (cli_parse_count(arg, "block count", UINT32_MAX, &n))
-			return -1;
-		o->max_blocks = (uint32_t)n;
-		return 0;
-	case OPT_MAX_STACKS:
-		if (cli_parse_count(arg, "stack count", 1u << 24, &n))
-			return -1;
-		if (n < 2)
-			return cli_die(EXIT_USAGE, "bad stack count '%s' (2 to %u)", arg, 1u << 24),
-			       -1;
-		o->max_stacks = (uint32_t)n;
-		return 0;
-	case OPT_NO_DWARF:
-		o->no_dwarf = 1;
-		return 0;
-	case OPT_NO_INJECT:
-		o->no_inject = 1;
-		return 0;
-	case OPT_PRELOAD:
-		o->preload = arg;
-		return 0;
-	case OPT_READY_FILE:
-		o->ready_file = arg;
-		return 0;
-	case OPT_EVERY:
-		if (cli_parse_seconds(arg, &o->every))
-			return -1;
-		if (o->every < 0.1)
-			return cli_die(EXIT_USAGE, "bad interval '%s' (at least 0.1 seconds)", arg),
-			       -1;
-		return 0;
-	case OPT_SNAPSHOT_DIR:
-		o->snapshot_dir = arg;
-		return 0;
-	case OPT_LIFETIMES:
-		o->lifetimes_path = arg;
-		return 0;
-	case OPT_TIMELINE:
-		o->timeline_path = arg;
-		return 0;
-	default:
-		return 1;
-	}
-}
-
-int attach_opts_parse(struct attach_opts *o, int argc, char **argv, const char *short_opts,
-		      const struct option *long_opts, void (*usage)(FILE *))
-{
-	int c;
-
-	attach_opts_init(o);
-	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
-		int rc;
-
-		if (c == 'h') {
-			usage(stdout);
-			exit(EXIT_OK);
-		}
-		if (c == '?' || c == ':')
-			return cli_getopt_error(c, argv, long_opts);
-		rc = attach_opts_set(o, c, optarg);
-		if (rc < 0)
-			return EXIT_USAGE;
-		if (rc > 0)
-			return cli_getopt_error('?', argv, long_opts);
-	}
-	return EXIT_OK;
-}
-
-int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int max)
-{
-	for (int i = optind; i < argc; i++) {
-		pid_t pid;
-
-		if (cli_parse_pid(argv[i], &pid))
-			return -1;
-		for (int k = 0; k < o->n_pids; k++)
-			if (o->pids[k] == pid)
-				return cli_die(EXIT_USAGE, "pid %d given twice", (int)pid), -1;
-		if (o->n_pids == max)
-			return cli_die(EXIT_USAGE, "at most %d pids", max), -1;
-		o->pids[o->n_pids++] = pid;
-	}
-	return 0;
-}
-
-/* ---- Signals, clocks, notes ---- */
+/* ---- Signals, clocks, libbpf's log ---- */
 
 static void on_signal(int sig)
 {
@@ -210,77 +61,10 @@ double session_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* CLOCK_MONOTONIC in nanoseconds, the clock of bpf_ktime_get_ns. */
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level;
 	return libbpf_verbose ? vfprintf(stderr, fmt, ap) : 0;
-}
-
-void session_progress_clear(struct session *s)
-{
-	if (s->progress_len) {
-		fputs("\r\033[K", stderr);
-		s->progress_len = 0;
-	}
-}
-
-void session_note(struct session *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	session_progress_clear(s);
-	fputs("memprof-bpf: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static uint64_t drops_of(const struct tracer *tr)
-{
-	return tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL) +
-	       tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL) +
-	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH) +
-	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ) +
-	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE);
-}
-
-void session_totals(const struct session *s, uint64_t *samples, uint64_t *live, uint64_t *drops)
-{
-	*samples = *live = *drops = 0;
-	for (int i = 0; i < s->n; i++) {
-		const struct tracer *tr = &s->procs[i].tr;
-
-		*samples += tracer_counter(tr, MEMPROF_CNT_SAMPLES);
-		*live += tr->n_blocks;
-		*drops += drops_of(tr);
-	}
-}
-
-void session_progress(struct session *s)
-{
-	uint64_t samples, live, drops;
-	double t = session_now() - s->start_mono;
-	int n;
-
-	if (!s->progress)
-		return;
-	session_totals(s, &samples, &live, &drops);
-	n = fprintf(stderr,
-		    "\rmemprof-bpf: %02d:%02d:%02d elapsed, %" PRIu64 " samples, %" PRIu64
-		    " live blocks, %" PRIu64 " drops\033[K",
-		    (int)(t / 3600), (int)(t / 60) % 60, (int)t % 60, samples, live, drops);
-	fflush(stderr);
-	s->progress_len = n > 0 ? n : 1;
 }
 
 /* ---- Attach ---- */
@@ -523,7 +307,7 @@ static void timeline_point(struct session *s, int force)
 		    (struct timeline_source){.aggs = tr->aggs, .n_stacks = tracer_n_stacks(tr)};
 		gcs += tracer_counter(tr, MEMPROF_CNT_GCS);
 	}
-	if (timeline_sample_parts(&s->tl, mono_ns(), src, (size_t)s->n, gcs, force) < 0 &&
+	if (timeline_sample_parts(&s->tl, session_mono_ns(), src, (size_t)s->n, gcs, force) < 0 &&
 	    !s->tl_noted) {
 		s->tl_noted = 1;
 		session_note(s, "note: out of memory: the timeline stops here");
@@ -707,7 +491,7 @@ int session_start(struct session *s, const struct attach_opts *o)
 		proc_state(s->procs[i].pid, &state, &s->procs[i].cpu0);
 	}
 	if (o->timeline_path) {
-		if (timeline_init(&s->tl, mono_ns(), SESSION_POLL_MS * 1000000LL,
+		if (timeline_init(&s->tl, session_mono_ns(), SESSION_POLL_MS * 1000000LL,
 				  TIMELINE_MAX_POINTS))
 			session_note(s, "note: out of memory: no timeline");
 		timeline_point(s, 1);
@@ -732,40 +516,6 @@ static void seen_poll(struct traced *p)
 	}
 }
 
-/* The target took no sample: say why, in one note. */
-static void note_empty(const struct session *s, const struct traced *p, double seconds)
-{
-	double rate = p->active_rate ? p->active_rate : s->o->rate;
-	double expected = rate * p->cpu_s * GENEROUS_ALLOC_BYTES_PER_CPU_S / 8;
-
-	if (p->polls && p->stopped_polls == p->polls)
-		fprintf(stderr,
-			"memprof-bpf: note: no samples: process %d was stopped the whole %.1f s "
-			"this tracer was attached (SIGSTOP or a debugger): it ran no code (kill "
-			"-CONT it)\n",
-			(int)p->pid, seconds);
-	else if (!p->took_attach || p->cpu_s <= 0)
-		fprintf(stderr,
-			"memprof-bpf: note: no samples: process %d never allocated in the %.1f s "
-			"this tracer was attached (%s)\n",
-			(int)p->pid, seconds,
-			p->cpu_s <= 0 ? "it used no CPU time"
-				      : "it never reached an allocation that takes up the attach");
-	else if (expected < 1)
-		fprintf(stderr,
-			"memprof-bpf: note: no samples: the rate %g is too low for %.1f s: the "
-			"%.2f s of CPU time process %d used, at a generous %.0f GiB allocated per "
-			"CPU-second, give %.3g expected samples (raise --rate)\n",
-			rate, seconds, p->cpu_s, (int)p->pid,
-			GENEROUS_ALLOC_BYTES_PER_CPU_S / (1024.0 * 1024 * 1024), expected);
-	else
-		fprintf(stderr,
-			"memprof-bpf: note: no samples: process %d sampled at rate %g for %.1f s "
-			"and used %.2f s of CPU time, but took no sample (it allocated little; "
-			"at most %.3g samples were possible)\n",
-			(int)p->pid, rate, seconds, p->cpu_s, expected);
-}
-
 int session_poll(struct session *s, unsigned poll)
 {
 	int alive = 0;
@@ -777,7 +527,7 @@ int session_poll(struct session *s, unsigned poll)
 			continue;
 		if (proc_exited(p->pid)) {
 			p->exited = 1;
-			p->exit_ns = (uint64_t)mono_ns();
+			p->exit_ns = (uint64_t)session_mono_ns();
 			if (s->n > 1)
 				session_note(s, "note: process %d exited; its profile is kept",
 					     (int)p->pid);
@@ -886,242 +636,9 @@ void session_detach(struct session *s)
 			    (int)p->pid);
 		else if (s->start_mono && !p->exited &&
 			 !tracer_counter(&p->tr, MEMPROF_CNT_SAMPLES))
-			note_empty(s, p, seconds);
+			session_note_empty(s, p, seconds);
 		tracer_read_blocks(&p->tr);
 	}
-}
-
-static void sources_of(const struct session *s, struct output_source *src,
-		       const struct memprof_stack_agg *const *aggs)
-{
-	for (int i = 0; i < s->n; i++) {
-		const struct traced *p = &s->procs[i];
-
-		src[i] = (struct output_source){.pid = p->pid,
-						.name = p->name,
-						.stacks = p->tr.stacks,
-						.aggs = aggs ? aggs[i] : p->tr.aggs,
-						.n = tracer_n_stacks(&p->tr),
-						.sym = p->sym};
-	}
-}
-
-static void fill_meta(const struct session *s, struct output_request *r,
-		      const struct timespec *from)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	r->dsym_flags = s->o->no_dwarf ? DSYM_NO_DWARF : 0;
-	r->meta = (struct profile_meta){.pid = s->procs[0].pid,
-					.rate = s->o->rate,
-					.view = s->o->view,
-					.verbose = s->o->verbose};
-	r->meta.time_ns = (int64_t)from->tv_sec * 1000000000 + from->tv_nsec;
-	r->meta.duration_ns = ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec) - r->meta.time_ns;
-}
-
-int session_write(struct session *s, struct output_request *r)
-{
-	struct output_source src[SESSION_MAX_PIDS];
-
-	fill_meta(s, r, &s->start);
-	sources_of(s, src, NULL);
-	/*
-	 * Lifetimes: the kernel's histograms of the blocks that died, and the
-	 * blocks still in the block map, censored when sampling stopped (or
-	 * when the process was seen gone, if it went first).
-	 */
-	for (int i = 0; i < s->n; i++) {
-		const struct traced *p = &s->procs[i];
-		uint64_t end = p->tr.detach_ns;
-
-		if (p->exit_ns && (!end || p->exit_ns < end))
-			end = p->exit_ns;
-		src[i].life = (struct lifetime_input){.hists = p->tr.lifetimes,
-						      .n_stacks = tracer_n_stacks(&p->tr),
-						      .blocks = p->tr.blocks,
-						      .n_blocks = p->tr.n_blocks,
-						      .now_ns = end ? end : (uint64_t)mono_ns()};
-	}
-	r->lifetimes_path = s->o->lifetimes_path;
-	if (s->tl.pts) {
-		r->timeline = &s->tl;
-		r->timeline_path = s->o->timeline_path;
-	}
-	return output_write_sources(r, src, (size_t)s->n);
-}
-
-static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt"};
-
-int session_snapshot(struct session *s, const struct timespec *from)
-{
-	const struct memprof_stack_agg *deltas[SESSION_MAX_PIDS];
-	struct memprof_stack_agg *owned[SESSION_MAX_PIDS] = {0};
-	struct output_source src[SESSION_MAX_PIDS];
-	struct output_request r = {.n_paths = 1, .format = s->o->format};
-	char name[64], path[PATH_MAX];
-	enum output_format fmt = s->o->format == FMT_AUTO ? FMT_FOLDED : s->o->format;
-	struct timespec now;
-	struct tm tm;
-	int code = EXIT_OK;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	strftime(name, sizeof(name), "%Y%m%dT%H%M%S", &tm);
-	snprintf(path, sizeof(path), "%s/%s.%03ldZ%s", s->o->snapshot_dir, name,
-		 now.tv_nsec / 1000000, format_ext[fmt]);
-	/*
-	 * alloc, promoted and short over the interval (the kernel's counts
-	 * minus those at the last snapshot), live as it is now.
-	 */
-	for (int i = 0; i < s->n && !code; i++) {
-		struct traced *p = &s->procs[i];
-		uint32_t n = tracer_n_stacks(&p->tr);
-		struct memprof_stack_agg *cur = malloc((n ? n : 1) * sizeof(*cur));
-
-		if (!p->snap_prev)
-			p->snap_prev = calloc((size_t)p->tr.max_stacks + MEMPROF_INNER_STACKS,
-					      sizeof(*p->snap_prev));
-		owned[i] = cur;
-		if (!cur || !p->snap_prev) {
-			code = cli_die(EXIT_FAILED, "out of memory");
-			break;
-		}
-		memcpy(cur, p->tr.aggs, n * sizeof(*cur));
-		for (uint32_t k = 0; k < n; k++) {
-			struct memprof_stack_agg d = cur[k];
-
-			for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
-				if (v == MEMPROF_VIEW_LIVE)
-					continue;
-				d.samples[v] -= p->snap_prev[k].samples[v];
-				d.bytes[v] -= p->snap_prev[k].bytes[v];
-				d.objects_q16[v] -= p->snap_prev[k].objects_q16[v];
-			}
-			p->snap_prev[k] = cur[k];
-			cur[k] = d;
-		}
-		deltas[i] = cur;
-	}
-	if (!code) {
-		/* Written through a temporary file, linked into place whole (outfile.h). */
-		r.paths[0] = path;
-		r.format = fmt;
-		fill_meta(s, &r, from);
-		r.meta.verbose = 0;
-		sources_of(s, src, deltas);
-		code = output_write_sources(&r, src, (size_t)s->n);
-	}
-	for (int i = 0; i < s->n; i++)
-		free(owned[i]);
-	return code;
-}
-
-static void report_one(const struct session *s, const struct traced *p)
-{
-	const struct tracer *tr = &p->tr;
-	uint64_t drops[] = {
-	    tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
-	    tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
-	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
-	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
-	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
-	};
-	uint64_t dropped = drops_of(tr);
-	/* Orphans: promote/dealloc of ids not tracked, by their cause. */
-	uint64_t unexplained = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
-			       tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
-	uint64_t map_full = tracer_counter(tr, MEMPROF_CNT_ORPHAN_UNTRACKED);
-	uint64_t early = tracer_counter(tr, MEMPROF_CNT_ORPHAN_EARLY);
-	uint64_t late = tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS);
-	uint64_t orphans = unexplained + map_full + early;
-	uint64_t oldest_ns = 0, now;
-	struct timespec ts;
-	char who[32] = "";
-
-	if (s->n > 1)
-		snprintf(who, sizeof(who), " pid %d", (int)p->pid);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-	for (size_t i = 0; i < tr->n_blocks; i++)
-		if (now > tr->blocks[i].b.alloc_ns && now - tr->blocks[i].b.alloc_ns > oldest_ns)
-			oldest_ns = now - tr->blocks[i].b.alloc_ns;
-	fprintf(
-	    stderr,
-	    "memprof-bpf: stats:%s samples %" PRIu64 " promotes %" PRIu64 " deallocs %" PRIu64
-	    " gcs %" PRIu64 " orphan_ids %" PRIu64 " double_promotes %" PRIu64
-	    " duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
-	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 " orphans_map_full %" PRIu64
-	    " orphans_before_attach %" PRIu64 " event_batches %" PRIu64 " cut_stacks %" PRIu64
-	    " inner_stacks %" PRIu64 " overflow_blocks %" PRIu64 " sample_batches %" PRIu64 "\n",
-	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
-	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS), orphans,
-	    tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
-	    tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-	    oldest_ns / 1000000, late, tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS), map_full, early,
-	    tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES),
-	    tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
-	    tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
-	    tracer_counter(tr, MEMPROF_CNT_OVERFLOW_BLOCKS),
-	    tracer_counter(tr, MEMPROF_CNT_SAMPLE_BATCHES));
-	if (dropped)
-		fprintf(stderr,
-			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
-			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
-			", stack unreadable %" PRIu64 ", stack hash collision %" PRIu64 "\n",
-			drops[0], drops[1], drops[2], drops[3], drops[4]);
-	if (map_full)
-		fprintf(stderr,
-			"memprof-bpf: note: %" PRIu64
-			" promote/dealloc events named blocks sampled while the block map was "
-			"full (not tracked: raise --max-blocks)\n",
-			map_full);
-	if (early)
-		fprintf(
-		    stderr,
-		    "memprof-bpf: note: %" PRIu64
-		    " promote/dealloc events named blocks sampled before this tracer attached "
-		    "(attached mid-run: an in-process profile or another tracer sampled them)\n",
-		    early);
-	if (unexplained)
-		fprintf(stderr,
-			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks newer "
-			"than this tracer's first sample that it never saw sampled (a lost sample "
-			"probe, or a host whose block ids do not increase)\n",
-			unexplained);
-	if (late && s->o->verbose)
-		fprintf(stderr,
-			"memprof-bpf: %" PRIu64 " promote/dealloc events while detaching named "
-			"blocks sampled after the sample probe was gone (late ids)\n",
-			late);
-	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
-		fprintf(stderr,
-			"memprof-bpf: note:%s %" PRIu64
-			" samples had stacks deeper than %d frames: "
-			"cut to their innermost %d, under a [stack-cut] root\n",
-			who, tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS), MEMPROF_STACK_DEPTH,
-			MEMPROF_STACK_DEPTH);
-	if (tracer_counter(tr, MEMPROF_CNT_INNER_STACKS))
-		fprintf(stderr,
-			"memprof-bpf: note:%s the stack table (%u stacks) was full: %" PRIu64
-			" samples kept only their innermost %d frames, under a [stack-table-full] "
-			"root (--max-stacks raises it)\n",
-			who, tr->max_stacks, tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
-			MEMPROF_INNER_DEPTH);
-	if (tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS))
-		fprintf(stderr,
-			"memprof-bpf: note:%s %" PRIu64
-			" promote/dealloc events were unreadable or "
-			"malformed\n",
-			who, tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS));
-}
-
-void session_report(const struct session *s)
-{
-	for (int i = 0; i < s->n; i++)
-		if (s->procs[i].tr.skel)
-			report_one(s, &s->procs[i]);
 }
 
 void session_free(struct session *s)
