@@ -29,8 +29,10 @@
  *
  * Signals the loader gets meanwhile (Ctrl-C) are held until the thread is
  * back: abandoning it mid-call would crash the target.
+ *
+ * Steps 1 to 3 are in inject_checks.c, 4 and 5 here.
  */
-#include "inject.h"
+#include "inject_internal.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -50,15 +52,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbols/elfimage.h"
-#include "symbols/procmaps.h"
-
 #if !defined(__x86_64__)
 #error "the injector drives x86-64 targets from an x86-64 loader"
 #endif
 
-/* Bytes of stack scanned above the stack pointer for return addresses. */
-#define STACK_SCAN_BYTES ((size_t)1 << 20)
 /* Below the stack pointer: the red zone, then our path and return address. */
 #define RED_ZONE 128
 /* Largest XSAVE area we keep (AMX tiles make it about 11 KiB). */
@@ -72,80 +69,7 @@
 #define NT_X86_XSTATE 0x202
 #endif
 
-/* libc functions a call to dlopen must not interrupt (see the header comment). */
-static const char *const unsafe_libc_functions[] = {
-    "malloc",
-    "free",
-    "calloc",
-    "realloc",
-    "reallocarray",
-    "memalign",
-    "posix_memalign",
-    "aligned_alloc",
-    "valloc",
-    "pvalloc",
-    "cfree",
-    "malloc_usable_size",
-    "malloc_trim",
-    "mallopt",
-    "mallinfo",
-    "mallinfo2",
-    "malloc_stats",
-    "malloc_info",
-    "__libc_malloc",
-    "__libc_free",
-    "__libc_calloc",
-    "__libc_realloc",
-    "__libc_memalign",
-    "__libc_valloc",
-    "__libc_pvalloc",
-    "fork",
-    "_Fork",
-    "vfork",
-    "__libc_fork",
-    "pthread_create",
-    "pthread_join",
-    "pthread_tryjoin_np",
-    "pthread_timedjoin_np",
-    "pthread_clockjoin_np",
-    "pthread_detach",
-    "pthread_exit",
-    "__cxa_thread_atexit_impl",
-    "exit",
-    "_exit",
-    "quick_exit",
-    "abort",
-    "dlopen",
-    "dlmopen",
-    "dlclose",
-    "dlsym",
-    "dlvsym",
-    "dladdr",
-    "dladdr1",
-    "dlinfo",
-    "dlerror",
-    "dl_iterate_phdr",
-    "__libc_dlopen_mode",
-    "__libc_dlsym",
-    "__libc_dlvsym",
-    "__libc_dlclose",
-};
-
-struct range {
-	uint64_t start, end;
-};
-
-struct injector {
-	pid_t pid;
-	const char *lib_path;
-	uint64_t dlopen_addr, dlerror_addr;
-	struct range *unsafe; /* code a call to dlopen must not interrupt */
-	size_t n_unsafe;
-	char *err;
-	size_t errlen;
-};
-
-static enum inject_status fail(struct injector *in, enum inject_status st, const char *fmt, ...)
+enum inject_status inject_fail(struct injector *in, enum inject_status st, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -161,352 +85,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int add_range(struct injector *in, uint64_t start, uint64_t end)
-{
-	struct range *v = realloc(in->unsafe, (in->n_unsafe + 1) * sizeof(*v));
-
-	if (!v)
-		return -1;
-	in->unsafe = v;
-	v[in->n_unsafe++] = (struct range){start, end};
-	return 0;
-}
-
-/* ---- 1. What kind of process is it? ---- */
-
-struct proc_status {
-	char state;
-	long tracer;
-	int seccomp;
-};
-
-static int read_status(pid_t pid, struct proc_status *st)
-{
-	char path[64], line[256];
-	FILE *f;
-
-	memset(st, 0, sizeof(*st));
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "State:", 6))
-			sscanf(line + 6, " %c", &st->state);
-		else if (!strncmp(line, "TracerPid:", 10))
-			st->tracer = strtol(line + 10, NULL, 10);
-		else if (!strncmp(line, "Seccomp:", 8))
-			st->seccomp = (int)strtol(line + 8, NULL, 10);
-	}
-	fclose(f);
-	return 0;
-}
-
-static const char *machine_name(unsigned m, int is64)
-{
-	switch (m) {
-	case EM_386:
-		return "i386 (32-bit x86)";
-	case EM_X86_64:
-		return is64 ? "x86-64" : "x32 (32-bit x86-64 ABI)";
-	case EM_AARCH64:
-		return "aarch64";
-	case EM_ARM:
-		return "32-bit ARM";
-	case EM_RISCV:
-		return "RISC-V";
-	case EM_PPC64:
-		return "ppc64";
-	case EM_S390:
-		return "s390x";
-	default:
-		return "a foreign architecture";
-	}
-}
-
-/*
- * The executable: x86-64 ELF, dynamically linked, not Go.  Read through
- * /proc/PID/exe (works for a deleted or replaced file too).
- */
-static enum inject_status check_executable(struct injector *in)
-{
-	char path[64];
-	Elf64_Ehdr eh;
-	int fd, has_interp = 0, is_go = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)in->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT || errno == ESRCH)
-			return fail(in, INJECT_GONE, "process %d exited", (int)in->pid);
-		return fail(in, errno == EACCES || errno == EPERM ? INJECT_DENIED : INJECT_FAILED,
-			    "cannot open /proc/%d/exe: %s", (int)in->pid, strerror(errno));
-	}
-	if (pread(fd, &eh, sizeof(eh), 0) < (ssize_t)EI_NIDENT + 4 ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
-		close(fd);
-		return fail(in, INJECT_REFUSED,
-			    "process %d: its executable is not an ELF file; not injecting",
-			    (int)in->pid);
-	}
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
-		/* e_machine sits at the same offset in both classes. */
-		close(fd);
-		return fail(in, INJECT_REFUSED,
-			    "process %d is a %s program; the injector handles x86-64 only "
-			    "(start it with LD_PRELOAD instead)",
-			    (int)in->pid,
-			    machine_name(eh.e_machine, eh.e_ident[EI_CLASS] == ELFCLASS64));
-	}
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-
-		if (pread(fd, &ph, sizeof(ph),
-			  (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
-		    (ssize_t)sizeof(ph))
-			break;
-		if (ph.p_type == PT_INTERP)
-			has_interp = 1;
-	}
-	/* Go: a .go.buildinfo or .note.go.buildid section. */
-	if (eh.e_shoff && eh.e_shstrndx != SHN_UNDEF && eh.e_shstrndx < eh.e_shnum) {
-		Elf64_Shdr strsh;
-
-		if (pread(fd, &strsh, sizeof(strsh),
-			  (off_t)(eh.e_shoff + (uint64_t)eh.e_shstrndx * eh.e_shentsize)) ==
-		    (ssize_t)sizeof(strsh)) {
-			for (unsigned i = 0; i < eh.e_shnum && !is_go; i++) {
-				Elf64_Shdr sh;
-				char name[24] = {0};
-
-				if (pread(fd, &sh, sizeof(sh),
-					  (off_t)(eh.e_shoff + (uint64_t)i * eh.e_shentsize)) !=
-				    (ssize_t)sizeof(sh))
-					break;
-				if (pread(fd, name, sizeof(name) - 1,
-					  (off_t)(strsh.sh_offset + sh.sh_name)) <= 0)
-					continue;
-				is_go = !strcmp(name, ".go.buildinfo") ||
-					!strcmp(name, ".note.go.buildid");
-			}
-		}
-	}
-	close(fd);
-	if (is_go)
-		return fail(in, INJECT_REFUSED,
-			    "process %d is a Go program: Go's runtime does not allocate through "
-			    "malloc, there is nothing for the malloc host to see",
-			    (int)in->pid);
-	if (!has_interp)
-		return fail(in, INJECT_REFUSED,
-			    "process %d is statically linked: it has no dynamic loader to load the "
-			    "malloc host with (rebuild it dynamically linked)",
-			    (int)in->pid);
-	return INJECT_OK;
-}
-
-static enum inject_status check_process(struct injector *in)
-{
-	struct proc_status st;
-	char buf[16] = {0};
-	FILE *f;
-
-	if (read_status(in->pid, &st))
-		return fail(in, INJECT_GONE, "no process with pid %d", (int)in->pid);
-	if (st.state == 'Z' || st.state == 'X')
-		return fail(in, INJECT_GONE, "process %d exited", (int)in->pid);
-	if (st.state == 'T' || st.state == 't')
-		return fail(in, INJECT_REFUSED,
-			    "process %d is stopped (job control or a debugger); continue it first",
-			    (int)in->pid);
-	if (st.tracer)
-		return fail(in, INJECT_REFUSED, "process %d is already traced by process %ld",
-			    (int)in->pid, st.tracer);
-	if (st.seccomp)
-		return fail(in, INJECT_DENIED,
-			    "process %d runs under a seccomp %s: loading the malloc host into it "
-			    "could get it killed; start it with LD_PRELOAD instead",
-			    (int)in->pid, st.seccomp == 1 ? "strict mode" : "filter");
-	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	if (f) {
-		if (fgets(buf, sizeof(buf), f) && atoi(buf) >= 3) {
-			fclose(f);
-			return fail(
-			    in, INJECT_DENIED,
-			    "ptrace is disabled on this machine (YAMA ptrace_scope 3): cannot "
-			    "inject into process %d; start it with LD_PRELOAD instead",
-			    (int)in->pid);
-		}
-		fclose(f);
-	}
-	return check_executable(in);
-}
-
-/* ---- 2. The target's libc and dynamic loader ---- */
-
-static int is_libc(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return !strcmp(base, "libc.so.6");
-}
-
-/* AT_BASE from /proc/PID/auxv: where ld.so is loaded. */
-static uint64_t interpreter_base(pid_t pid)
-{
-	char path[64];
-	uint64_t av[2], base = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (read(fd, av, sizeof(av)) == (ssize_t)sizeof(av) && av[0] != AT_NULL)
-		if (av[0] == AT_BASE)
-			base = av[1];
-	close(fd);
-	return base;
-}
-
-static enum inject_status find_symbols(struct injector *in)
-{
-	struct proc_maps maps;
-	const struct map_region *libc = NULL, *ldso;
-	struct elf_image img;
-	char elf_err[256];
-	uint64_t bias, at_base;
-	int rc;
-
-	rc = proc_maps_read(in->pid, &maps);
-	if (rc == -ESRCH)
-		return fail(in, INJECT_GONE, "process %d exited", (int)in->pid);
-	if (rc)
-		return fail(in, rc == -EACCES || rc == -EPERM ? INJECT_DENIED : INJECT_FAILED,
-			    "cannot read /proc/%d/maps: %s", (int)in->pid, strerror(-rc));
-	for (size_t i = 0; i < maps.n && !libc; i++)
-		if (is_libc(maps.regions[i].path))
-			libc = proc_maps_first_of(&maps, maps.regions[i].path);
-	if (!libc) {
-		proc_maps_free(&maps);
-		return fail(
-		    in, INJECT_REFUSED,
-		    "process %d has no glibc (libc.so.6) mapped: only glibc programs can be "
-		    "injected",
-		    (int)in->pid);
-	}
-	if (elf_image_open(libc->open_path, &img, elf_err, sizeof(elf_err)) != ELF_IMAGE_OK) {
-		proc_maps_free(&maps);
-		return fail(in, INJECT_FAILED, "cannot read the target's libc: %s", elf_err);
-	}
-	bias = elf_image_bias(&img, libc->start, libc->offset);
-	for (size_t i = 0; i < img.n_syms; i++) {
-		const struct elf_sym *s = &img.syms[i];
-
-		if (!strcmp(s->name, "dlopen"))
-			in->dlopen_addr = s->addr + bias;
-		else if (!strcmp(s->name, "dlerror"))
-			in->dlerror_addr = s->addr + bias;
-		for (size_t k = 0;
-		     k < sizeof(unsafe_libc_functions) / sizeof(unsafe_libc_functions[0]); k++)
-			if (!strcmp(s->name, unsafe_libc_functions[k]) &&
-			    add_range(in, s->addr + bias,
-				      s->addr + bias + (s->size ? s->size : 1))) {
-				elf_image_free(&img);
-				proc_maps_free(&maps);
-				return fail(in, INJECT_FAILED, "out of memory");
-			}
-	}
-	elf_image_free(&img);
-	if (!in->dlopen_addr || !in->dlerror_addr) {
-		proc_maps_free(&maps);
-		return fail(
-		    in, INJECT_REFUSED,
-		    "process %d: its libc (%s) has no dlopen; glibc 2.34 or later is needed",
-		    (int)in->pid, libc->path);
-	}
-	/* All of the dynamic loader's code is out of bounds. */
-	at_base = interpreter_base(in->pid);
-	ldso = at_base ? proc_maps_find(&maps, at_base) : NULL;
-	if (!ldso) {
-		proc_maps_free(&maps);
-		return fail(in, INJECT_REFUSED, "process %d: cannot find its dynamic loader",
-			    (int)in->pid);
-	}
-	for (size_t i = 0; i < maps.n; i++)
-		if (maps.regions[i].exec && !strcmp(maps.regions[i].path, ldso->path) &&
-		    add_range(in, maps.regions[i].start, maps.regions[i].end)) {
-			proc_maps_free(&maps);
-			return fail(in, INJECT_FAILED, "out of memory");
-		}
-	proc_maps_free(&maps);
-	return INJECT_OK;
-}
-
-/* ---- 3. Is this thread at a safe point? ---- */
-
-/* Where pc is in unsafe code: 1 inside a function, 2 at its first byte. */
-static int unsafe_at(const struct injector *in, uint64_t pc)
-{
-	for (size_t i = 0; i < in->n_unsafe; i++)
-		if (pc >= in->unsafe[i].start && pc < in->unsafe[i].end)
-			return pc == in->unsafe[i].start ? 2 : 1;
-	return 0;
-}
-
-/* The end of the anonymous or file mapping holding addr (0: none). */
-static uint64_t mapping_end(pid_t pid, uint64_t addr)
-{
-	char path[64], line[512];
-	uint64_t end = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t s, e;
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &s, &e) == 2 && addr >= s && addr < e) {
-			end = e;
-			break;
-		}
-	}
-	fclose(f);
-	return end;
-}
-
-/*
- * 1 when the stopped thread may call dlopen: its PC is not in unsafe code
- * and no word of its stack is a return address into unsafe code.
- */
-static int thread_is_safe(const struct injector *in, pid_t tid, const struct user_regs_struct *regs)
-{
-	static uint64_t words[STACK_SCAN_BYTES / 8];
-	uint64_t sp = regs->rsp & ~(uint64_t)7, end;
-	struct iovec local, remote;
-	ssize_t got;
-
-	if (unsafe_at(in, regs->rip))
-		return 0;
-	end = mapping_end(in->pid, sp);
-	if (!end)
-		return 0;
-	if (end - sp > STACK_SCAN_BYTES)
-		end = sp + STACK_SCAN_BYTES;
-	local = (struct iovec){words, end - sp};
-	remote = (struct iovec){(void *)(uintptr_t)sp, end - sp};
-	got = process_vm_readv(tid, &local, 1, &remote, 1, 0);
-	if (got <= 0)
-		return 0;
-	for (size_t i = 0; i < (size_t)got / 8; i++)
-		if (unsafe_at(in, words[i]) == 1)
-			return 0;
-	return 1;
 }
 
 /* ---- 4. The call ---- */
@@ -712,17 +290,18 @@ static enum inject_status seize_error(struct injector *in, pid_t tid)
 	if (e == EPERM) {
 		struct proc_status st;
 
-		if (!read_status(in->pid, &st) && st.tracer)
-			return fail(in, INJECT_REFUSED,
-				    "process %d is already traced by process %ld", (int)in->pid,
-				    st.tracer);
-		return fail(in, INJECT_DENIED,
-			    "not permitted to ptrace process %d (needs CAP_SYS_PTRACE, or the same "
-			    "user and YAMA ptrace_scope 0): cannot inject the malloc host",
-			    (int)in->pid);
+		if (!inject_read_status(in->pid, &st) && st.tracer)
+			return inject_fail(in, INJECT_REFUSED,
+					   "process %d is already traced by process %ld",
+					   (int)in->pid, st.tracer);
+		return inject_fail(
+		    in, INJECT_DENIED,
+		    "not permitted to ptrace process %d (needs CAP_SYS_PTRACE, or the same "
+		    "user and YAMA ptrace_scope 0): cannot inject the malloc host",
+		    (int)in->pid);
 	}
-	return fail(in, INJECT_FAILED, "cannot ptrace thread %d of process %d: %s", (int)tid,
-		    (int)in->pid, strerror(e));
+	return inject_fail(in, INJECT_FAILED, "cannot ptrace thread %d of process %d: %s", (int)tid,
+			   (int)in->pid, strerror(e));
 }
 
 /* Read a NUL-terminated string of the target. */
@@ -758,9 +337,9 @@ static enum inject_status inject_into(struct injector *in, pid_t tid, struct inj
 
 	if (save_thread(tid, &saved)) {
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
-		return fail(in, errno == ESRCH ? INJECT_GONE : INJECT_FAILED,
-			    "cannot read the registers of thread %d: %s", (int)tid,
-			    strerror(errno));
+		return inject_fail(in, errno == ESRCH ? INJECT_GONE : INJECT_FAILED,
+				   "cannot read the registers of thread %d: %s", (int)tid,
+				   strerror(errno));
 	}
 	cs = call_in_thread(tid, &saved, in->dlopen_addr, DATA_ARG, RTLD_NOW, in->lib_path,
 			    strlen(in->lib_path) + 1, &handle);
@@ -770,25 +349,27 @@ static enum inject_status inject_into(struct injector *in, pid_t tid, struct inj
 			snprintf(why, sizeof(why), "(no reason given)");
 			if (msg)
 				read_string(tid, msg, why, sizeof(why));
-			st = fail(in, INJECT_FAILED, "dlopen in process %d failed: %s",
-				  (int)in->pid, why);
+			st = inject_fail(in, INJECT_FAILED, "dlopen in process %d failed: %s",
+					 (int)in->pid, why);
 		}
 	}
 	if (cs == CALL_GONE)
-		return fail(in, INJECT_GONE, "process %d exited or was killed during the injection",
-			    (int)in->pid);
+		return inject_fail(in, INJECT_GONE,
+				   "process %d exited or was killed during the injection",
+				   (int)in->pid);
 	if (restore_thread(tid, &saved))
-		return fail(in, errno == ESRCH ? INJECT_GONE : INJECT_FAILED,
-			    "cannot restore thread %d of process %d: %s", (int)tid, (int)in->pid,
-			    strerror(errno));
+		return inject_fail(in, errno == ESRCH ? INJECT_GONE : INJECT_FAILED,
+				   "cannot restore thread %d of process %d: %s", (int)tid,
+				   (int)in->pid, strerror(errno));
 	ptrace(PTRACE_DETACH, tid, NULL, NULL);
 	if (cs == CALL_CRASHED)
-		return fail(in, INJECT_FAILED,
-			    "the injected dlopen faulted in process %d; its thread %d was put back",
-			    (int)in->pid, (int)tid);
+		return inject_fail(
+		    in, INJECT_FAILED,
+		    "the injected dlopen faulted in process %d; its thread %d was put back",
+		    (int)in->pid, (int)tid);
 	if (cs == CALL_ERROR)
-		return fail(in, INJECT_FAILED, "cannot set up the call in thread %d: %s", (int)tid,
-			    strerror(errno));
+		return inject_fail(in, INJECT_FAILED, "cannot set up the call in thread %d: %s",
+				   (int)tid, strerror(errno));
 	res->handle = handle;
 	return st;
 }
@@ -802,7 +383,7 @@ static enum inject_status find_safe_thread(struct injector *in, struct inject_re
 		int n = list_threads(in->pid, tids, sizeof(tids) / sizeof(tids[0]));
 
 		if (n <= 0)
-			return fail(in, INJECT_GONE, "process %d exited", (int)in->pid);
+			return inject_fail(in, INJECT_GONE, "process %d exited", (int)in->pid);
 		for (int i = 0; i < n; i++) {
 			struct user_regs_struct regs;
 			int group_stopped;
@@ -822,12 +403,13 @@ static enum inject_status find_safe_thread(struct injector *in, struct inject_re
 				continue; /* the thread ended */
 			if (group_stopped) {
 				ptrace(PTRACE_DETACH, tids[i], NULL, NULL);
-				return fail(in, INJECT_REFUSED,
-					    "process %d was stopped meanwhile; continue it first",
-					    (int)in->pid);
+				return inject_fail(
+				    in, INJECT_REFUSED,
+				    "process %d was stopped meanwhile; continue it first",
+				    (int)in->pid);
 			}
 			if (!ptrace(PTRACE_GETREGS, tids[i], NULL, &regs) &&
-			    thread_is_safe(in, tids[i], &regs)) {
+			    inject_thread_is_safe(in, tids[i], &regs)) {
 				enum inject_status st = inject_into(in, tids[i], res);
 
 				res->tid = tids[i];
@@ -839,10 +421,10 @@ static enum inject_status find_safe_thread(struct injector *in, struct inject_re
 		}
 		usleep(RETRY_PAUSE_US + (unsigned)(rand() % RETRY_PAUSE_US));
 	}
-	return fail(in, INJECT_FAILED,
-		    "found no moment in %.0f s when a thread of process %d was outside the "
-		    "allocator and the dynamic loader; not injecting",
-		    INJECT_SAFE_POINT_TIMEOUT_S, (int)in->pid);
+	return inject_fail(in, INJECT_FAILED,
+			   "found no moment in %.0f s when a thread of process %d was outside the "
+			   "allocator and the dynamic loader; not injecting",
+			   INJECT_SAFE_POINT_TIMEOUT_S, (int)in->pid);
 }
 
 enum inject_status inject_library(pid_t pid, const char *lib_path, struct inject_result *res,
@@ -854,10 +436,11 @@ enum inject_status inject_library(pid_t pid, const char *lib_path, struct inject
 
 	memset(res, 0, sizeof(*res));
 	if (lib_path[0] != '/')
-		return fail(&in, INJECT_FAILED, "the library path must be absolute: %s", lib_path);
-	st = check_process(&in);
+		return inject_fail(&in, INJECT_FAILED, "the library path must be absolute: %s",
+				   lib_path);
+	st = inject_check_process(&in);
 	if (st == INJECT_OK)
-		st = find_symbols(&in);
+		st = inject_find_symbols(&in);
 	if (st == INJECT_OK) {
 		/* Hold the loader's own stop signals while a thread is ours. */
 		sigemptyset(&hold);
