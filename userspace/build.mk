@@ -26,8 +26,8 @@ LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libdw) $(call pkg_libs,lib
 
 # Every folder of the loader: its headers by their folder ("trace/tracer.h")
 # from userspace/, the skeleton and the generated encoder, the maps shared
-# with bpf/.
-LOADER_CFLAGS := -Iuserspace -I$(BUILD) -Ibpf -I$(PPROF_GEN_DIR)
+# with bpf/, and the core's hash map ("core/idmap.h", the tree's one).
+LOADER_CFLAGS := -Iuserspace -I$(BUILD) -Ibpf -I$(PPROF_GEN_DIR) -Iruntime-probes
 $(foreach d,$(sort $(dir $(LOADER_SRCS))),$(eval EXTRA_CFLAGS_$(d) := $(LOADER_CFLAGS)))
 
 # The loader includes the generated skeleton and the generated encoder.

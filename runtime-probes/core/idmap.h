@@ -2,9 +2,16 @@
  * idmap: an open-addressing hash map from a nonzero 64-bit key to a 64-bit
  * value, header-only (static inline) so that each user gets its own copy
  * with its own allocator: the core's handles (entry id -> table index,
- * handles.c, calloc) and the malloc host's sampled blocks (address ->
- * handle, hosts/preload/sampled_blocks.c, mmap: it must not call the
- * allocator it sits under).
+ * handles.c, calloc), the malloc host's sampled blocks (address -> handle,
+ * hosts/preload/sampled_blocks.c, mmap: it must not call the allocator it
+ * sits under), and the loader's caches and tables (userspace/: frames by
+ * address, symbols/dwarf_symbolize.c; pprof's strings, functions and
+ * locations, output/pprof.c; calloc).  The one hash map of the tree.
+ *
+ * Keys that are not integers (strings) are kept by a hash of theirs, made
+ * nonzero, as the key: several slots may then hold the same key, the value
+ * names the real key, and idmap_find_same compares it (idmap_insert adds
+ * such a key without looking for it).
  *
  * Linear probing, at most half full, backward-shift deletion (no
  * tombstones: a lookup stops at the first empty slot).  Key 0 marks an
@@ -79,6 +86,23 @@ static inline size_t idmap_find(const struct idmap *m, uint64_t key)
 	}
 }
 
+/*
+ * For keys kept by their hash (see the head of this file): the slot holding
+ * key whose value same(value, ctx) accepts, or IDMAP_ABSENT.
+ */
+static inline size_t idmap_find_same(const struct idmap *m, uint64_t key,
+				     int (*same)(uint64_t value, const void *ctx), const void *ctx)
+{
+	if (!m->n_slots)
+		return IDMAP_ABSENT;
+	for (size_t s = idmap_home(m, key);; s = (s + 1) & (m->n_slots - 1)) {
+		if (m->slots[s].key == key && same(m->slots[s].value, ctx))
+			return s;
+		if (m->slots[s].key == 0)
+			return IDMAP_ABSENT;
+	}
+}
+
 /* Move every key into a fresh array of `want` slots.  0, or -1. */
 static inline int idmap_resize(struct idmap *m, size_t want)
 {
@@ -103,8 +127,9 @@ static inline int idmap_resize(struct idmap *m, size_t want)
 	return 0;
 }
 
-/* Add key (nonzero, not in the map) with value.  0, or -1 when the array
- * could not grow (the map is unchanged). */
+/* Add key (nonzero, not in the map, unless the map keeps keys by their
+ * hash) with value.  0, or -1 when the array could not grow (the map is
+ * unchanged). */
 static inline int idmap_insert(struct idmap *m, uint64_t key, uint64_t value)
 {
 	if (2 * (m->n_used + 1) > m->n_slots &&

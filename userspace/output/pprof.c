@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/idmap.h"
 #include "lifetimes.h"
 #include "profile.pb-c.h"
 
@@ -24,19 +25,37 @@ static const char *const type_names[MEMPROF_N_VIEWS][2] = {
     {"short_objects", "short_space"},
 };
 
-/* ---- A small hash table: key (string or pointer) -> index ---- */
+/* ---- Tables: each string and each function once, their numbers ---- */
 
-struct entry {
-	const void *ptr; /* pointer keys */
-	char *str;	 /* string keys (owned) */
-	uint64_t hash;
-	size_t value;
-	int used;
+/* The slot arrays of the maps (core/idmap.h takes its allocator as a parameter). */
+static void *map_zeroed(size_t bytes)
+{
+	return calloc(1, bytes);
+}
+
+static void map_release(void *p, size_t bytes)
+{
+	(void)bytes;
+	free(p);
+}
+
+static const struct idmap_allocator map_allocator = {map_zeroed, map_release};
+
+/*
+ * Distinct strings, numbered from 0 in the order they came: an idmap from
+ * a string's hash (FNV-1a, made nonzero) to its number, the number naming
+ * the string that idmap_find_same compares (two strings may share a hash).
+ */
+struct strset {
+	struct idmap map;
+	char **strs; /* owned */
+	size_t n, cap;
 };
 
-struct table {
-	struct entry *e;
-	size_t n, cap;
+/* What strset_same compares: the set and the string looked for. */
+struct strset_key {
+	const struct strset *t;
+	const char *s;
 };
 
 static uint64_t hash_bytes(const char *s)
@@ -45,77 +64,83 @@ static uint64_t hash_bytes(const char *s)
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
+	return h ? h : 1;
 }
 
-static uint64_t hash_ptr(const void *p)
+static int strset_same(uint64_t value, const void *ctx)
 {
-	uint64_t k = (uint64_t)(uintptr_t)p;
+	const struct strset_key *k = ctx;
 
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	return k ^ (k >> 33);
+	return !strcmp(k->t->strs[value], k->s);
 }
 
-static struct entry *table_slot(struct table *t, const char *str, const void *ptr, uint64_t h)
+/* 1 and the number of s in *i when the set has it, else 0. */
+static int strset_find(const struct strset *t, const char *s, uint64_t h, size_t *i)
 {
-	size_t i = h & (t->cap - 1);
+	struct strset_key k = {t, s};
+	size_t slot = idmap_find_same(&t->map, h, strset_same, &k);
 
-	while (t->e[i].used &&
-	       !(t->e[i].hash == h && (str ? !strcmp(t->e[i].str, str) : t->e[i].ptr == ptr)))
-		i = (i + 1) & (t->cap - 1);
-	return &t->e[i];
-}
-
-static int table_grow(struct table *t)
-{
-	struct table nt = {.cap = t->cap ? t->cap * 2 : 256};
-
-	if (t->cap && (t->n + 1) * 2 <= t->cap)
+	if (slot == IDMAP_ABSENT)
 		return 0;
-	nt.e = calloc(nt.cap, sizeof(*nt.e));
-	if (!nt.e)
-		return -1;
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->e[i].used)
-			*table_slot(&nt, t->e[i].str, t->e[i].ptr, t->e[i].hash) = t->e[i];
-	nt.n = t->n;
-	free(t->e);
-	*t = nt;
-	return 0;
+	*i = (size_t)t->map.slots[slot].value;
+	return 1;
 }
 
-static void table_free(struct table *t)
+/* Add a copy of s (not in the set), numbered t->n - 1; the copy, or NULL. */
+static char *strset_add(struct strset *t, const char *s, uint64_t h)
 {
-	for (size_t i = 0; i < t->cap; i++)
-		free(t->e[i].str);
-	free(t->e);
+	char *copy;
+
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? 2 * t->cap : 256;
+		char **v = realloc(t->strs, ncap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		t->strs = v;
+		t->cap = ncap;
+	}
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	if (idmap_insert(&t->map, h, t->n)) {
+		free(copy);
+		return NULL;
+	}
+	t->strs[t->n++] = copy;
+	return copy;
+}
+
+static void strset_free(struct strset *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->strs[i]);
+	free(t->strs);
+	idmap_clear(&t->map);
 }
 
 /* ---- The profile message being built ---- */
 
 struct builder {
 	Pprof__Profile prof;
-	struct table strings, functions, locations;
+	struct strset strings;	 /* string k is prof.string_table[k + 1] */
+	struct strset functions; /* "function\1system name\1file" k is function id k + 1 */
+	struct idmap locations;	 /* a frame (its address) -> its location id */
 	size_t cap_strings, cap_functions, cap_locations;
 	int oom;
 };
 
 static int64_t str_index(struct builder *b, const char *s)
 {
-	struct entry *e;
+	char *copy;
 	uint64_t h;
+	size_t k;
 
 	if (!s || !*s)
 		return 0;
-	if (table_grow(&b->strings)) {
-		b->oom = 1;
-		return 0;
-	}
 	h = hash_bytes(s);
-	e = table_slot(&b->strings, s, NULL, h);
-	if (e->used)
-		return (int64_t)e->value;
+	if (strset_find(&b->strings, s, h, &k))
+		return (int64_t)k + 1;
 	if (b->prof.n_string_table == b->cap_strings) {
 		size_t ncap = b->cap_strings * 2;
 		char **v = realloc(b->prof.string_table, ncap * sizeof(*v));
@@ -127,17 +152,13 @@ static int64_t str_index(struct builder *b, const char *s)
 		b->prof.string_table = v;
 		b->cap_strings = ncap;
 	}
-	e->str = strdup(s);
-	if (!e->str) {
+	copy = strset_add(&b->strings, s, h);
+	if (!copy) {
 		b->oom = 1;
 		return 0;
 	}
-	e->used = 1;
-	e->hash = h;
-	e->value = b->prof.n_string_table;
-	b->strings.n++;
-	b->prof.string_table[b->prof.n_string_table++] = e->str;
-	return (int64_t)e->value;
+	b->prof.string_table[b->prof.n_string_table++] = copy;
+	return (int64_t)b->prof.n_string_table - 1;
 }
 
 /* Grow a message pointer array by one; the new slot, or NULL. */
@@ -163,23 +184,17 @@ static void *push(void ***arr, size_t *n, size_t *cap, size_t size)
 static uint64_t function_id(struct builder *b, const struct dsym_line *l)
 {
 	char key[2048];
-	struct entry *e;
 	Pprof__Function *f;
 	uint64_t h;
+	size_t k;
 
 	snprintf(key, sizeof(key), "%s\x01%s\x01%s", l->function,
 		 l->system_name ? l->system_name : "", l->file ? l->file : "");
-	if (table_grow(&b->functions)) {
-		b->oom = 1;
-		return 0;
-	}
 	h = hash_bytes(key);
-	e = table_slot(&b->functions, key, NULL, h);
-	if (e->used)
-		return e->value;
+	if (strset_find(&b->functions, key, h, &k))
+		return k + 1;
 	f = push((void ***)&b->prof.function, &b->prof.n_function, &b->cap_functions, sizeof(*f));
-	e->str = strdup(key);
-	if (!f || !e->str) {
+	if (!f || !strset_add(&b->functions, key, h)) {
 		b->oom = 1;
 		return 0;
 	}
@@ -189,26 +204,16 @@ static uint64_t function_id(struct builder *b, const struct dsym_line *l)
 	f->system_name = str_index(b, l->system_name ? l->system_name : l->function);
 	f->filename = str_index(b, l->file);
 	f->start_line = l->start_line;
-	e->used = 1;
-	e->hash = h;
-	e->value = f->id;
-	b->functions.n++;
 	return f->id;
 }
 
 static uint64_t location_id(struct builder *b, const struct dsym_frame *fr, size_t map_base)
 {
-	struct entry *e;
 	Pprof__Location *loc;
-	uint64_t h = hash_ptr(fr);
+	uint64_t key = (uint64_t)(uintptr_t)fr, id;
 
-	if (table_grow(&b->locations)) {
-		b->oom = 1;
-		return 0;
-	}
-	e = table_slot(&b->locations, NULL, fr, h);
-	if (e->used)
-		return e->value;
+	if (idmap_get(&b->locations, key, &id))
+		return id;
 	loc =
 	    push((void ***)&b->prof.location, &b->prof.n_location, &b->cap_locations, sizeof(*loc));
 	if (!loc) {
@@ -236,11 +241,8 @@ static uint64_t location_id(struct builder *b, const struct dsym_frame *fr, size
 		l->line = fr->lines[i].line;
 		loc->line[loc->n_line++] = l;
 	}
-	e->used = 1;
-	e->ptr = fr;
-	e->hash = h;
-	e->value = loc->id;
-	b->locations.n++;
+	if (idmap_insert(&b->locations, key, loc->id))
+		b->oom = 1;
 	return loc->id;
 }
 
@@ -309,12 +311,12 @@ static void builder_free(struct builder *b)
 	for (size_t i = 0; i < p->n_function; i++)
 		free(p->function[i]);
 	free(p->function);
-	free(p->string_table); /* the strings are the table's */
+	free(p->string_table); /* the strings are the set's */
 	free(p->comment);
 	free(p->period_type);
-	table_free(&b->strings);
-	table_free(&b->functions);
-	table_free(&b->locations);
+	strset_free(&b->strings);
+	strset_free(&b->functions);
+	idmap_clear(&b->locations);
 }
 
 static void add_comment(struct builder *b, size_t *cap, const char *text)
@@ -406,6 +408,9 @@ static int build(struct builder *b, const struct profile *p)
 	char text[512], exe[4096] = "";
 
 	pprof__profile__init(pb);
+	idmap_init(&b->strings.map, &map_allocator, 256);
+	idmap_init(&b->functions.map, &map_allocator, 256);
+	idmap_init(&b->locations, &map_allocator, 256);
 	b->cap_strings = 256;
 	pb->string_table = calloc(b->cap_strings, sizeof(char *));
 	if (!pb->string_table)
@@ -566,7 +571,7 @@ int pprof_write(FILE *out, const struct profile *p)
 	pprof__profile__pack(&b.prof, buf);
 	rc = gzip_write(out, buf, len);
 out:
-	/* String 0 is a literal: the table owns the others. */
+	/* String 0 is a literal: the set owns the others. */
 	if (b.prof.string_table)
 		b.prof.string_table[0] = NULL;
 	builder_free(&b);

@@ -10,13 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/idmap.h"
 #include "demangle.h"
-
-/* One cached address of a module: rel -> frame. */
-struct cache_slot {
-	uint64_t rel;
-	struct dsym_frame *frame;
-};
 
 /* A function symbol of a module, at its runtime address. */
 struct msym {
@@ -29,9 +24,7 @@ struct msym {
 struct dmod {
 	struct dsym_module pub;
 	Dwfl_Module *mod;
-	uint64_t bias;		  /* runtime address - ELF address */
-	struct cache_slot *slots; /* open addressing, cap a power of two */
-	size_t n_slots, cap_slots;
+	uint64_t bias; /* runtime address - ELF address */
 	/*
 	 * The module's function symbols sorted by address, read once from the
 	 * symbol table libdwfl chose (the file's .symtab, else the debug
@@ -50,10 +43,25 @@ struct dsym {
 	unsigned flags;
 	struct dmod *mods;
 	size_t n_mods;
-	struct cache_slot *unknown; /* addresses in no module, keyed by address */
-	size_t n_unknown, cap_unknown;
+	/* The cache: every address resolved (pc - 1, plus one: idmap's keys are
+	 * nonzero) -> its frame (struct dsym_frame *). */
+	struct idmap frames;
 	size_t n_addresses, n_lines;
 };
+
+/* The cache's slot arrays (core/idmap.h takes its allocator as a parameter). */
+static void *cache_zeroed(size_t bytes)
+{
+	return calloc(1, bytes);
+}
+
+static void cache_release(void *p, size_t bytes)
+{
+	(void)bytes;
+	free(p);
+}
+
+static const struct idmap_allocator cache_allocator = {cache_zeroed, cache_release};
 
 /* ---- debuginfod, bounded in time ---- */
 
@@ -145,6 +153,7 @@ struct dsym *dsym_new(struct symbolizer *sym, unsigned flags)
 
 	if (!d)
 		return NULL;
+	idmap_init(&d->frames, &cache_allocator, 64);
 	d->flags = flags;
 	d->callbacks.find_elf = dwfl_build_id_find_elf;
 	d->callbacks.find_debuginfo = flags & DSYM_NO_DWARF ? no_debuginfo : find_debuginfo;
@@ -212,15 +221,13 @@ void dsym_free(struct dsym *d)
 	if (!d)
 		return;
 	for (size_t i = 0; i < d->n_mods; i++) {
-		for (size_t j = 0; j < d->mods[i].cap_slots; j++)
-			frame_free(d->mods[i].slots[j].frame);
-		free(d->mods[i].slots);
 		free(d->mods[i].syms);
 		free(d->mods[i].pub.path);
 	}
-	for (size_t j = 0; j < d->cap_unknown; j++)
-		frame_free(d->unknown[j].frame);
-	free(d->unknown);
+	for (size_t j = 0; j < d->frames.n_slots; j++)
+		if (d->frames.slots[j].key)
+			frame_free((struct dsym_frame *)(uintptr_t)d->frames.slots[j].value);
+	idmap_clear(&d->frames);
 	free(d->mods);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
@@ -241,46 +248,6 @@ void dsym_counts(const struct dsym *d, size_t *addresses, size_t *lines)
 {
 	*addresses = d->n_addresses;
 	*lines = d->n_lines;
-}
-
-/* ---- The cache: open addressing on the address ---- */
-
-static uint64_t slot_hash(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return k;
-}
-
-static struct cache_slot *slot_find(struct cache_slot *s, size_t cap, uint64_t key)
-{
-	size_t i = slot_hash(key) & (cap - 1);
-
-	while (s[i].frame && s[i].rel != key)
-		i = (i + 1) & (cap - 1);
-	return &s[i];
-}
-
-/* Make room for one more entry; 0 or -1. */
-static int slots_reserve(struct cache_slot **slots, size_t *n, size_t *cap)
-{
-	struct cache_slot *ns;
-	size_t ncap;
-
-	if (*cap && (*n + 1) * 2 <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	ns = calloc(ncap, sizeof(*ns));
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < *cap; i++)
-		if ((*slots)[i].frame)
-			*slot_find(ns, ncap, (*slots)[i].rel) = (*slots)[i];
-	free(*slots);
-	*slots = ns;
-	*cap = ncap;
-	return 0;
 }
 
 /* ---- Function symbols: one sorted table per module ---- */
@@ -564,21 +531,18 @@ const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc)
 {
 	/* A return address points after the call: look the call up. */
 	uint64_t addr = pc ? pc - 1 : 0;
-	struct dmod *m = module_of(d, addr);
-	struct cache_slot **slots = m ? &m->slots : &d->unknown;
-	size_t *n = m ? &m->n_slots : &d->n_unknown, *cap = m ? &m->cap_slots : &d->cap_unknown;
-	uint64_t key = m ? addr - m->pub.start : addr;
-	struct cache_slot *s;
+	uint64_t key = addr + 1; /* never 0: addr is below UINT64_MAX */
+	struct dsym_frame *f;
+	uint64_t v;
 
-	if (slots_reserve(slots, n, cap))
+	if (idmap_get(&d->frames, key, &v))
+		return (const struct dsym_frame *)(uintptr_t)v;
+	f = resolve(d, module_of(d, addr), addr);
+	if (!f)
 		return NULL;
-	s = slot_find(*slots, *cap, key);
-	if (!s->frame) {
-		s->frame = resolve(d, m, addr);
-		if (!s->frame)
-			return NULL;
-		s->rel = key;
-		(*n)++;
+	if (idmap_insert(&d->frames, key, (uint64_t)(uintptr_t)f)) {
+		frame_free(f);
+		return NULL;
 	}
-	return s->frame;
+	return f;
 }

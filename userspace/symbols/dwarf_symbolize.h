@@ -7,7 +7,7 @@
  * /usr/lib/debug (Debian's -dbgsym packages), in MiniDebugInfo
  * (.gnu_debugdata), and through debuginfod when DEBUGINFOD_URLS is set
  * (bounded in time, see DSYM_DEBUGINFOD_BUDGET_S).  Each address is
- * resolved once per run, cached per module.
+ * resolved once per run, cached (core/idmap.h).
  */
 #ifndef MEMPROF_DWARF_SYMBOLIZE_H
 #define MEMPROF_DWARF_SYMBOLIZE_H
