@@ -1,5 +1,5 @@
 /*
- * read_remote and write_remote (userspace/remote.h), the loader's only
+ * read_remote and write_remote (userspace/trace/remote.h), the loader's only
  * access to the target's memory, on a real child process.
  */
 #include <criterion/criterion.h>

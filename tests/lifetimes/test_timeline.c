@@ -1,5 +1,5 @@
 /*
- * The timeline (userspace/timeline.c): a program whose live memory grows in
+ * The timeline (userspace/output/timeline.c): a program whose live memory grows in
  * known steps (tests/lifetimes/progs/lifetimes_prog.c, "steps": 4 steps of
  * 8 MiB, 600 ms apart) is seen stepping within sampling error, 5.7 sigma;
  * the SVG chart; the sparkline and the percentiles on known inputs.

@@ -1,6 +1,6 @@
 /*
  * The pprof writer: every view of the profile in one gzipped profile.proto
- * (userspace/profile.proto, encoded with protobuf-c), sample types named as
+ * (profile.proto, encoded with protobuf-c), sample types named as
  * Go's heap profiles name them (inuse is our live view).
  */
 #include "pprof.h"

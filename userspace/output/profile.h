@@ -1,6 +1,6 @@
 /*
  * The profile every output format is written from: the per-stack
- * aggregates of the BPF side, symbolized (userspace/dwarf_symbolize.c),
+ * aggregates of the BPF side, symbolized (symbols/dwarf_symbolize.c),
  * with the sample counts behind each estimate and the run's metadata.
  */
 #ifndef MEMPROF_PROFILE_H

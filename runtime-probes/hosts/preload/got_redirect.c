@@ -1,6 +1,6 @@
 /*
  * Injected mode: the library was dlopen'ed into a running process (by
- * `memprof-bpf attach`, see userspace/inject.c), not preloaded.  Symbol
+ * `memprof-bpf attach`, see userspace/trace/inject.c), not preloaded.  Symbol
  * lookup still finds the program's allocator first, so every object's
  * calls to the malloc family must be pointed at ours by hand: each object's
  * GOT slots for them are rewritten.
