@@ -33,7 +33,7 @@
 volatile sig_atomic_t session_stop_requested;
 static int libbpf_verbose;
 
-/* ---- Signals, clocks, libbpf's log ---- */
+/* ---- Signals, libbpf's log ---- */
 
 static void on_signal(int sig)
 {
@@ -51,14 +51,6 @@ void session_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 	/* A closed pipe on stdout is an output error (EPIPE), not a silent death. */
 	signal(SIGPIPE, SIG_IGN);
-}
-
-double session_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)

@@ -175,6 +175,13 @@ void session_progress_clear(struct session *s);
 /* --every: write the snapshot of the interval since the last one. */
 int session_snapshot(struct session *s, const struct timespec *from);
 
-double session_now(void); /* CLOCK_MONOTONIC seconds */
+/* CLOCK_MONOTONIC seconds */
+static inline double session_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 #endif

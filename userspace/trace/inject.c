@@ -69,16 +69,6 @@
 #define NT_X86_XSTATE 0x202
 #endif
 
-enum inject_status inject_fail(struct injector *in, enum inject_status st, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(in->err, in->errlen, fmt, ap);
-	va_end(ap);
-	return st;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;

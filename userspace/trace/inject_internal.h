@@ -7,8 +7,10 @@
 #ifndef MEMPROF_INJECT_INTERNAL_H
 #define MEMPROF_INJECT_INTERNAL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <sys/user.h>
 
@@ -29,7 +31,16 @@ struct injector {
 };
 
 /* The one line of a failure into in->err; returns st. */
-enum inject_status inject_fail(struct injector *in, enum inject_status st, const char *fmt, ...);
+static inline enum inject_status inject_fail(struct injector *in, enum inject_status st,
+					     const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(in->err, in->errlen, fmt, ap);
+	va_end(ap);
+	return st;
+}
 
 /* What /proc/PID/status says: state, TracerPid, Seccomp.  0 or -1. */
 struct proc_status {
