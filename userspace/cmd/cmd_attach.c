@@ -184,6 +184,8 @@ int cmd_attach(int argc, char **argv)
 	r.lifetimes_path = o.lifetimes_path;
 	r.timeline_path = o.timeline_path;
 	code = session_open(&s, &o, &r, &files, 1);
+	if (code == SESSION_INTERRUPTED)
+		return EXIT_OK;
 	if (code)
 		return code;
 	s.progress = isatty(STDERR_FILENO);

@@ -369,6 +369,8 @@ int cmd_top(int argc, char **argv)
 		return code;
 	/* -o files are written on quit, but opened now: a bad path fails at once. */
 	code = session_open(&s, &o, &r, &files, 0);
+	if (code == SESSION_INTERRUPTED)
+		return EXIT_OK;
 	if (code)
 		return code;
 	t.s = &s;

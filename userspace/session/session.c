@@ -306,9 +306,21 @@ static void timeline_point(struct session *s, int force)
 	}
 }
 
+/* A stop signal came while p was being attached: say so (with what the
+ * injector said, if it was interrupted).  SESSION_INTERRUPTED. */
+static int attach_interrupted(const struct traced *p, const char *why)
+{
+	fprintf(stderr,
+		"memprof-bpf: interrupted while attaching process %d: nothing traced, no output "
+		"written%s%s\n",
+		(int)p->pid, why ? "; " : "", why ? why : "");
+	return SESSION_INTERRUPTED;
+}
+
 static int attach_one(struct session *s, struct traced *p)
 {
 	char err[ERR_LEN];
+	int ts; /* scan_or_inject: a target_status or TARGET_INJECT_* */
 	int code;
 
 	if (kill(p->pid, 0) && errno == ESRCH)
@@ -328,7 +340,11 @@ static int attach_one(struct session *s, struct traced *p)
 	p->sym = symbolizer_new();
 	if (!p->sym)
 		return cli_die(EXIT_FAILED, "out of memory");
-	switch (scan_or_inject(s->o, p, err, sizeof(err))) {
+	ts = scan_or_inject(s->o, p, err, sizeof(err));
+	/* A stop signal during the start: no BPF object is loaded for nothing. */
+	if (session_stop_requested)
+		return attach_interrupted(p, ts == TARGET_OK ? NULL : err);
+	switch (ts) {
 	case TARGET_OK:
 		break;
 	case TARGET_INJECT_FAILED:
@@ -352,6 +368,8 @@ static int attach_one(struct session *s, struct traced *p)
 	default:
 		return attach_fail(p, EXIT_FAILED, "%s", err);
 	}
+	if (session_stop_requested)
+		return attach_interrupted(p, NULL);
 	code = request_rate(s->o, p);
 	if (code)
 		return code;

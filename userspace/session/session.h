@@ -142,6 +142,13 @@ int session_start(struct session *s, const struct attach_opts *o);
 int session_open(struct session *s, const struct attach_opts *o, struct output_request *r,
 		 struct output_files *files, int with_stdout);
 /*
+ * What session_open and session_start return when SIGINT, SIGTERM or SIGHUP
+ * came during the start: everything was undone (rates, probes, an
+ * injection left to finish by itself), one note said so, no output is
+ * written, and the command exits EXIT_OK.
+ */
+#define SESSION_INTERRUPTED (-1)
+/*
  * One poll (every SESSION_POLL_MS): targets alive, rate notes, semaphores,
  * mappings, the block maps every few polls.  Returns how many targets are
  * still alive (notes the ones that exited).
