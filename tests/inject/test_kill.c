@@ -104,7 +104,7 @@ static void trial(int sig, int r, unsigned seed)
 	struct session s;
 	char stop[128], pid[16], log[128];
 	pid_t loader;
-	int status;
+	int status, reaped = 0;
 
 	session_init(&s);
 	snprintf(stop, sizeof(stop), "%s/stop", s.dir);
@@ -128,11 +128,14 @@ static void trial(int sig, int r, unsigned seed)
 	} else {
 		double end = now_s() + TEST_EVENT_TIMEOUT_S;
 
-		while (!seized(s.prog) && now_s() < end && waitpid(loader, &status, WNOHANG) == 0)
+		/* (A loader that is done before a seize is seen is reaped here.) */
+		while (!seized(s.prog) && now_s() < end &&
+		       !(reaped = waitpid(loader, &status, WNOHANG) == loader))
 			;
 		sleep_s(uniform() * KILL_AFTER_SEIZE_S);
 	}
-	kill(loader, sig);
+	if (!reaped)
+		kill(loader, sig);
 	/*
 	 * The target goes on: it stops when told to, with every byte right.
 	 * It is asked first, while the loader may still be on its way out.
@@ -160,11 +163,13 @@ static void trial(int sig, int r, unsigned seed)
 	 * kernel's side of its exit is left (unregistering uprobes can take
 	 * long on a loaded machine), so a slow exit is logged, not blamed.
 	 */
-	status = wait_bounded(loader, TEST_EVENT_TIMEOUT_S);
+	status = reaped ? 0 : wait_bounded(loader, TEST_EVENT_TIMEOUT_S);
 	if (status == -1) {
-		char cmd[96];
+		char cmd[160];
 
-		snprintf(cmd, sizeof(cmd), "cat /proc/%d/stack >&2", (int)loader);
+		snprintf(cmd, sizeof(cmd),
+			 "cat /proc/%d/stack >&2; gdb -batch -p %d -ex 'thread apply all bt' >&2",
+			 (int)loader, (int)loader);
 		fprintf(stderr, "kill: trial %d: the loader is still exiting, in the kernel:\n", r);
 		if (system(cmd))
 			fprintf(stderr, "(no stack)\n");

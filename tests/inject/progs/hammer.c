@@ -97,7 +97,6 @@ int main(int argc, char **argv)
 		return 2;
 	for (int i = 0; i < n; i++)
 		pthread_join(t[i], NULL);
-	printf("threads %d rounds %lu errors %lu\n", n, atomic_load(&rounds),
-	       atomic_load(&errors));
+	printf("threads %d rounds %lu errors %lu\n", n, atomic_load(&rounds), atomic_load(&errors));
 	return atomic_load(&errors) ? 1 : 0;
 }
