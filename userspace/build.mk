@@ -139,7 +139,7 @@ $(INJECT_PROGS_DIR)/hammer: tests/inject/progs/hammer.c
 
 $(INJECT_PROGS_DIR)/seccomp_wait: tests/inject/progs/seccomp_wait.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $< -lpthread
 
 EXTRA_CFLAGS_tests/inject/ := -DINJECT_BUILD_DIR='"$(BUILD)"' -Iuserspace
 TEST_NEEDS_inject = $(LOADER) $(PRELOAD_SO) $(INJECT_PROGS)

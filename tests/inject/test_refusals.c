@@ -68,6 +68,20 @@ Test(inject, refuses_a_seccomp_filtered_program)
 	session_end(&s);
 }
 
+Test(inject, refuses_a_program_with_a_seccomp_filter_on_another_thread)
+{
+	const char *argv[] = {INJECT_PROGS "/seccomp_wait", "@READY", "thread", NULL};
+	struct session s;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	char *out = slurp(s.out);
+	cr_assert_str_eq(out, "filtered\n", "the filter is not in place");
+	free(out);
+	expect_refusal(&s, NULL, EXIT_DENIED, "runs under a seccomp filter");
+	session_end(&s);
+}
+
 /* The target is refused, then runs its workload to the end, untouched. */
 static void refuse_then_finish(const char *const extra[], int stop, int code, const char *why)
 {

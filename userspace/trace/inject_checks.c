@@ -6,6 +6,7 @@
 #include "inject_internal.h"
 #include "inject_stub.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -94,13 +95,14 @@ static int add_range(struct injector *in, uint64_t start, uint64_t end)
 
 /* ---- 1. What kind of process is it? ---- */
 
-int inject_read_status(pid_t pid, struct proc_status *st)
+/* /proc/<where>/status: where is "PID" or "PID/task/TID". */
+static int inject_read_status_at(const char *where, struct proc_status *st)
 {
-	char path[64], line[256];
+	char path[160], line[256];
 	FILE *f;
 
 	memset(st, 0, sizeof(*st));
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%s/status", where);
 	f = fopen(path, "re");
 	if (!f)
 		return -1;
@@ -114,6 +116,14 @@ int inject_read_status(pid_t pid, struct proc_status *st)
 	}
 	fclose(f);
 	return 0;
+}
+
+int inject_read_status(pid_t pid, struct proc_status *st)
+{
+	char where[32];
+
+	snprintf(where, sizeof(where), "%d", (int)pid);
+	return inject_read_status_at(where, st);
 }
 
 static const char *machine_name(unsigned m, int is64)
@@ -222,8 +232,42 @@ static enum inject_status check_executable(struct injector *in)
 	return INJECT_OK;
 }
 
+struct filtered_thread {
+	pid_t tid;
+	int mode; /* 1 strict, 2 filter */
+};
+
+/* 1 (and *out) when some thread of pid has a seccomp mode, else 0. */
+static int thread_under_seccomp(pid_t pid, struct filtered_thread *out)
+{
+	char path[64], status[128];
+	struct dirent *de;
+	int found = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		long tid = strtol(de->d_name, NULL, 10);
+		struct proc_status st;
+
+		if (tid <= 0)
+			continue;
+		snprintf(status, sizeof(status), "%d/task/%ld", (int)pid, tid);
+		if (!inject_read_status_at(status, &st) && st.seccomp) {
+			*out = (struct filtered_thread){(pid_t)tid, st.seccomp};
+			found = 1;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
 enum inject_status inject_check_process(struct injector *in)
 {
+	struct filtered_thread filtered;
 	struct proc_status st;
 	char buf[16] = {0};
 	FILE *f;
@@ -247,6 +291,13 @@ enum inject_status inject_check_process(struct injector *in)
 		    "process %d runs under a seccomp %s: loading the malloc host into it "
 		    "could get it killed; start it with LD_PRELOAD instead",
 		    (int)in->pid, st.seccomp == 1 ? "strict mode" : "filter");
+	/* Filters are per thread: the malloc host runs in every one. */
+	if (thread_under_seccomp(in->pid, &filtered))
+		return inject_fail(
+		    in, INJECT_DENIED,
+		    "thread %d of process %d runs under a seccomp %s: loading the malloc host "
+		    "into the process could get it killed; start it with LD_PRELOAD instead",
+		    (int)filtered.tid, (int)in->pid, filtered.mode == 1 ? "strict mode" : "filter");
 	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
 	if (f) {
 		if (fgets(buf, sizeof(buf), f) && atoi(buf) >= 3) {
