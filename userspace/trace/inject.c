@@ -25,10 +25,11 @@
  *    restarts it) and let it run.  The stub saves every register, maps a
  *    stack of its own, blocks the asynchronous signals but glibc's own,
  *    saves the FP state, calls dlopen, restores all of it and jumps back.
- * 5. Watch it: its signals are passed on (a fault inside the call puts the
- *    saved thread back), and /proc/PID/task/TID/syscall shows it when it
- *    waits in the stub's marker call with the result in two registers;
- *    read the result, cut the wait short, detach.
+ * 5. Detach it at once and watch from outside: it runs the stub untraced
+ *    (its signals, glibc's SIGSETXID storms among them, are delivered as
+ *    usual), and /proc/PID/task/TID/syscall shows it when it waits at the
+ *    stub's marker with the result in two registers; seize it there for a
+ *    moment to read the error string and end the wait, and let it go.
  *
  * Whatever happens to the loader, the target is never left broken: before
  * the PC is set nothing of the thread changed; after it, the stub restores
@@ -201,7 +202,7 @@ static uint64_t call_block_mask(void)
 	return mask;
 }
 
-enum call_status { CALL_OK, CALL_GONE, CALL_CRASHED, CALL_ERROR, CALL_LEFT };
+enum call_status { CALL_OK, CALL_GONE, CALL_ERROR, CALL_LEFT };
 
 struct call_result {
 	uint64_t handle, error; /* the marker's rsi, rdx */
@@ -269,88 +270,88 @@ static void leave_thread(pid_t tid)
 		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)pending);
 }
 
+/* Read a NUL-terminated string of the target. */
+static void read_string(pid_t tid, uint64_t addr, char *buf, size_t len)
+{
+	struct iovec local = {buf, len - 1};
+	struct iovec remote = {(void *)(uintptr_t)addr, len - 1};
+	ssize_t got;
+
+	/* A string may end near a page end: shrink the read until it works. */
+	do {
+		got = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+		if (got < 0) {
+			uint64_t page_left = 4096 - (addr & 4095);
+			local.iov_len = remote.iov_len =
+			    local.iov_len > page_left ? page_left : local.iov_len / 2;
+		}
+	} while (got < 0 && local.iov_len > 0);
+	buf[got > 0 ? got : 0] = 0;
+}
+
+/* Whether thread tid of pid still exists. */
+static int thread_alive(pid_t pid, pid_t tid)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)tid);
+	return access(path, F_OK) == 0;
+}
+
 /*
- * Follow the thread through the stub until its marker (inject_stub.c),
- * seen in /proc while the thread waits there: the result is in its
- * registers, and the wait is cut short (the nanosleep returns 0).  Returns
- * CALL_OK with the thread stopped there (*pending: a signal to pass on at
- * the detach).  The thread runs freely meanwhile: only its signals stop it
- * (a fault in the call: CALL_CRASHED).  The signals in wake (SIGCHLD and
- * the loader's stop signals, blocked by the caller) end the waits; a stop
- * signal lets go of the thread at once (CALL_LEFT).
+ * The thread runs the stub on its own, not traced: its signals (a storm of
+ * glibc's SIGSETXID among them) are its own business.  Look at its blocked
+ * call until it waits at the marker (inject_stub.c), whose registers hold
+ * the result; then seize it again, read the error string, acknowledge (the
+ * marker's call returns STUB_ACK) and let it go.  The signals in wake (the
+ * loader's stop signals, blocked by the caller) end the look: CALL_LEFT,
+ * with nothing to undo.
  */
 static enum call_status follow_stub(const struct injector *in, pid_t tid, const sigset_t *wake,
-				    struct call_result *out, int *pending)
+				    struct call_result *out, char *why, size_t whylen)
 {
 	const uint64_t marker_pc = in->stub_addr + inject_stub_marker_offset();
 	double note_at = now_s() + CALL_NOTE_AFTER_S;
 
-	*pending = 0;
-	if (ptrace(PTRACE_CONT, tid, NULL, NULL))
-		return errno == ESRCH ? CALL_GONE : CALL_ERROR;
 	for (;;) {
+		const struct timespec tick = {0, CALL_POLL_NS};
 		struct user_regs_struct r;
-		int status, sig, event;
-		pid_t w = waitpid(tid, &status, __WALL | WNOHANG);
 		uint64_t v[9];
+		int got, pending = 0;
 
-		if (w == 0) {
-			const struct timespec tick = {0, CALL_POLL_NS};
-			int got;
-
-			if (blocked_call(in->pid, tid, v) == 9 && v[0] == STUB_MARKER_SYSCALL &&
-			    v[8] == marker_pc) {
-				out->handle = v[6]; /* r9 */
-				out->error = v[5];  /* r8 */
-				if (interrupt_thread(tid, pending) ||
-				    ptrace(PTRACE_GETREGS, tid, NULL, &r))
-					return CALL_GONE;
-				if (r.rip == marker_pc && r.orig_rax == STUB_MARKER_SYSCALL) {
-					r.rax = 0;
-					r.orig_rax = (uint64_t)-1; /* the sleep is over */
-					ptrace(PTRACE_SETREGS, tid, NULL, &r);
-				}
-				return CALL_OK;
+		if (blocked_call(in->pid, tid, v) == 9 && v[0] == STUB_MARKER_SYSCALL &&
+		    v[8] == marker_pc) {
+			out->handle = v[6]; /* r9 */
+			out->error = v[5];  /* r8 */
+			if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) ||
+			    interrupt_thread(tid, &pending))
+				return thread_alive(in->pid, tid) ? CALL_ERROR : CALL_GONE;
+			if (!out->handle && out->error && out->error < (uint64_t)-4096)
+				read_string(tid, out->error, why, whylen);
+			if (!ptrace(PTRACE_GETREGS, tid, NULL, &r) && r.rip == marker_pc &&
+			    r.orig_rax == STUB_MARKER_SYSCALL) {
+				r.rax = STUB_ACK;
+				r.orig_rax = (uint64_t)-1; /* the call is over: no restart */
+				ptrace(PTRACE_SETREGS, tid, NULL, &r);
 			}
-			got = sigtimedwait(wake, NULL, &tick);
-			if (got > 0 && got != SIGCHLD) {
-				leave_thread(tid);
-				out->signal = got;
-				return CALL_LEFT;
-			}
-			if (now_s() > note_at) {
-				fprintf(stderr,
-					"memprof-bpf: note: the injected dlopen in thread %d is "
-					"taking long; waiting (an interrupt leaves it to finish by "
-					"itself)\n",
-					(int)tid);
-				note_at = now_s() + CALL_NOTE_AFTER_S;
-			}
-			continue;
+			ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)pending);
+			return CALL_OK;
 		}
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == ECHILD ? CALL_GONE : CALL_ERROR;
-		}
-		if (WIFEXITED(status) || WIFSIGNALED(status))
+		if (!thread_alive(in->pid, tid))
 			return CALL_GONE;
-		if (!WIFSTOPPED(status))
-			continue;
-		sig = WSTOPSIG(status);
-		event = status >> 16;
-		if (event == PTRACE_EVENT_STOP &&
-		    (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)) {
-			/* Group-stop (SIGSTOP from someone): wait for SIGCONT, then go on. */
-			if (ptrace(PTRACE_LISTEN, tid, NULL, NULL))
-				return errno == ESRCH ? CALL_GONE : CALL_ERROR;
-			continue;
+		got = sigtimedwait(wake, NULL, &tick);
+		if (got > 0 && got != SIGCHLD) {
+			out->signal = got;
+			return CALL_LEFT;
 		}
-		if (!event && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE))
-			return CALL_CRASHED;
-		/* The thread's own signal: delivered (or held by the stub's mask). */
-		if (ptrace(PTRACE_CONT, tid, NULL, (void *)(long)(event ? 0 : sig)))
-			return errno == ESRCH ? CALL_GONE : CALL_ERROR;
+		if (now_s() > note_at) {
+			fprintf(
+			    stderr,
+			    "memprof-bpf: note: the injected dlopen in thread %d is taking long; "
+			    "waiting (an interrupt leaves it to finish by itself)\n",
+			    (int)tid);
+			note_at = now_s() + CALL_NOTE_AFTER_S;
+		}
 	}
 }
 
@@ -429,25 +430,6 @@ static enum inject_status seize_error(struct injector *in, pid_t tid)
 			   (int)in->pid, strerror(e));
 }
 
-/* Read a NUL-terminated string of the target. */
-static void read_string(pid_t tid, uint64_t addr, char *buf, size_t len)
-{
-	struct iovec local = {buf, len - 1};
-	struct iovec remote = {(void *)(uintptr_t)addr, len - 1};
-	ssize_t got;
-
-	/* A string may end near a page end: shrink the read until it works. */
-	do {
-		got = process_vm_readv(tid, &local, 1, &remote, 1, 0);
-		if (got < 0) {
-			uint64_t page_left = 4096 - (addr & 4095);
-			local.iov_len = remote.iov_len =
-			    local.iov_len > page_left ? page_left : local.iov_len / 2;
-		}
-	} while (got < 0 && local.iov_len > 0);
-	buf[got > 0 ? got : 0] = 0;
-}
-
 /*
  * The thread is stopped at a safe point: write the stub, point the thread
  * at it and follow it to its marker.  Returns with the thread detached (or
@@ -464,7 +446,6 @@ static enum inject_status inject_into(struct injector *in, pid_t tid, const sigs
 	struct call_result cr = {0};
 	enum call_status cs;
 	uint64_t resume, rax;
-	int pending = 0;
 	size_t size = inject_stub_size(), path_len = strlen(in->lib_path);
 	char why[512];
 
@@ -505,17 +486,15 @@ static enum inject_status inject_into(struct injector *in, pid_t tid, const sigs
 				   "cannot set up the call in thread %d: %s", (int)tid,
 				   strerror(e));
 	}
-	cs = follow_stub(in, tid, wake, &cr, &pending);
+	/* From here on the thread needs nobody: it restores itself. */
+	ptrace(PTRACE_DETACH, tid, NULL, NULL);
+	snprintf(why, sizeof(why), "(no reason given)");
+	cs = follow_stub(in, tid, wake, &cr, why, sizeof(why));
 	switch (cs) {
 	case CALL_OK:
-		if (!cr.handle && cr.error && cr.error < (uint64_t)-4096)
-			read_string(tid, cr.error, why, sizeof(why));
-		else if (!cr.handle && cr.error)
+		if (!cr.handle && cr.error >= (uint64_t)-4096)
 			snprintf(why, sizeof(why), "no stack for the call: %s",
 				 strerror((int)-(int64_t)cr.error));
-		else
-			snprintf(why, sizeof(why), "(no reason given)");
-		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)pending);
 		res->handle = cr.handle;
 		if (!cr.handle)
 			return inject_fail(in, INJECT_FAILED, "dlopen in process %d failed: %s",
@@ -532,14 +511,6 @@ static enum inject_status inject_into(struct injector *in, pid_t tid, const sigs
 				   "still in its dlopen, and goes back to its work by itself when "
 				   "that returns",
 				   (int)tid, (int)in->pid);
-	case CALL_CRASHED:
-		/* Put it back as it was before the call: registers, FP state, mask. */
-		restore_thread(tid, &saved);
-		ptrace(PTRACE_DETACH, tid, NULL, NULL);
-		return inject_fail(
-		    in, INJECT_FAILED,
-		    "the injected dlopen faulted in process %d; its thread %d was put back",
-		    (int)in->pid, (int)tid);
 	default:
 		leave_thread(tid);
 		return inject_fail(in, INJECT_FAILED,

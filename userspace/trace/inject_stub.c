@@ -23,13 +23,14 @@
  *   5. Save the extended FP state (XSAVE with every enabled feature, or
  *      FXSAVE without XSAVE) and call dlopen(path, RTLD_NOW), then dlerror
  *      if it returned NULL.  Restore the FP state.
- *   6. Make the marker system call: rt_sigtimedwait for no signal, for
- *      STUB_MARKER_WAIT_S, with the handle and the dlerror string in r9
- *      and r8, which it ignores.  The injector sees the thread blocked
- *      there (/proc/PID/task/TID/syscall: the call, its registers, its PC
- *      at memprof_inject_stub_marker_end, which only this stub has),
- *      reads the result, and ends the sleep at once; with no injector
- *      left, the sleep just ends.
+ *   6. Wait at the marker: rt_sigtimedwait for no signal, again after
+ *      every signal, with the handle and the dlerror string in r9 and r8,
+ *      which it ignores.  The injector sees the thread blocked there
+ *      (/proc/PID/task/TID/syscall: the call, its registers, its PC at
+ *      memprof_inject_stub_marker_end, which only this stub has), reads
+ *      the result, and makes the call return STUB_ACK, which ends the
+ *      wait; with no injector left, the wait ends after
+ *      STUB_MARKER_WAIT_S.
  *   7. Put the signal mask back, return to the thread's stack, unmap its
  *      own stack.
  *   8. Pop the registers and the flags and return to the resume address,
@@ -181,13 +182,21 @@ __asm__(
 "	popfq\n"
 "	ret $128\n"
 	/*
-	 * The marker, the result in r9 (handle) and r8 (error):
-	 * rt_sigtimedwait(&no_signals, NULL, &wait, 8), a sleep that touches
-	 * nothing of the thread (the nanosleep calls reset its restart block,
-	 * which a system call interrupted by the injection may still need).
+	 * The marker, the result in r9 (handle) and r8 (error): sleep in
+	 * rt_sigtimedwait for no signal (a sleep that touches nothing of the
+	 * thread: the nanosleep calls reset its restart block, which a
+	 * system call interrupted by the injection may still need), again
+	 * after every signal, until the injector acknowledges (it makes the
+	 * call return STUB_ACK) or STUB_MARKER_WAIT_S pass.
 	 */
 ".Lmarker:\n"
-"	lea .Lno_signals(%rip), %rdi\n"
+"	sub $32, %rsp\n"
+"	mov $228, %eax\n"
+"	mov $1, %edi\n"
+"	mov %rsp, %rsi\n"
+"	syscall\n"
+"	addq $" STUB_STR(STUB_MARKER_WAIT_S) ", (%rsp)\n"
+"1:	lea .Lno_signals(%rip), %rdi\n"
 "	xor %esi, %esi\n"
 "	lea .Lmarker_wait(%rip), %rdx\n"
 "	mov $8, %r10d\n"
@@ -196,10 +205,20 @@ __asm__(
 "	.globl memprof_inject_stub_marker_end\n"
 "	.hidden memprof_inject_stub_marker_end\n"
 "memprof_inject_stub_marker_end:\n"
+"	cmp $" STUB_STR(STUB_ACK) ", %rax\n"
+"	je 2f\n"
+"	mov $228, %eax\n"
+"	mov $1, %edi\n"
+"	lea 16(%rsp), %rsi\n"
+"	syscall\n"
+"	mov 16(%rsp), %rax\n"
+"	cmp (%rsp), %rax\n"
+"	jl 1b\n"
+"2:	add $32, %rsp\n"
 "	ret\n"
 "	.balign 8\n"
 ".Lno_signals:	.quad 0\n"
-".Lmarker_wait:	.quad " STUB_STR(STUB_MARKER_WAIT_S) ", 0\n"
+".Lmarker_wait:	.quad 0, 100000000\n"
 "	.balign 8\n"
 "	.globl memprof_inject_stub_data\n"
 "	.hidden memprof_inject_stub_data\n"

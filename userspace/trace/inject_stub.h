@@ -16,12 +16,15 @@
 /* How long the marker waits for the injector to read it (it cuts the wait
  * short); with no injector, the thread loses this much once. */
 #define STUB_MARKER_WAIT_S 1
+/* What the injector makes the marker's call return: no system call
+ * returns it (rt_sigtimedwait gives a signal number or -errno). */
+#define STUB_ACK 0x41434b
 /* The library path, NUL-terminated, fits in this. */
 #define STUB_PATH_BYTES 512
 /* The stack the stub maps for dlopen (touched pages only cost). */
 #define STUB_STACK_BYTES (1u << 20)
 /* Bytes of the thread's own stack the stub uses below its stack pointer. */
-#define STUB_THREAD_STACK_BYTES (128 + 18 * 8)
+#define STUB_THREAD_STACK_BYTES (128 + 17 * 8 + 8 + 32)
 
 /* The stub's data, at memprof_inject_stub_data: written by the injector. */
 struct inject_stub_data {
