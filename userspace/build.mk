@@ -102,7 +102,7 @@ INJECT_PROGS_DIR := $(BUILD)/tests/inject/progs
 INJECT_PROGS := $(INJECT_PROGS_DIR)/sites $(INJECT_PROGS_DIR)/sites_cxx \
 	$(INJECT_PROGS_DIR)/libsite.so $(INJECT_PROGS_DIR)/sites.py $(INJECT_PROGS_DIR)/sites.pl \
 	$(INJECT_PROGS_DIR)/static_wait $(INJECT_PROGS_DIR)/seccomp_wait \
-	$(INJECT_PROGS_DIR)/syscalls $(INJECT_PROGS_DIR)/hammer $(INJECT_PROGS_DIR)/setxid
+	$(INJECT_PROGS_DIR)/syscalls
 INJECT_PROG_FLAGS := -O1 -g -rdynamic -fno-optimize-sibling-calls
 INJECT_PROG_HDRS := tests/inject/progs/go_wait.h
 
@@ -132,14 +132,6 @@ $(INJECT_PROGS_DIR)/static_wait: tests/inject/progs/static_wait.c
 $(INJECT_PROGS_DIR)/syscalls: tests/inject/progs/syscalls.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $<
-
-$(INJECT_PROGS_DIR)/hammer: tests/inject/progs/hammer.c
-	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -Wl,-z,now -o $@ $< -lpthread
-
-$(INJECT_PROGS_DIR)/setxid: tests/inject/progs/setxid.c
-	@mkdir -p $(@D)
-	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $< -lpthread
 
 $(INJECT_PROGS_DIR)/seccomp_wait: tests/inject/progs/seccomp_wait.c
 	@mkdir -p $(@D)

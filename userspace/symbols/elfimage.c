@@ -97,10 +97,7 @@ static enum elf_image_status read_loads(struct reader *r, struct elf_image *img)
 			img->has_interp = 1;
 		if (ph.p_type == PT_LOAD)
 			img->loads[img->n_loads++] =
-			    (struct elf_load){.vaddr = ph.p_vaddr,
-					      .offset = ph.p_offset,
-					      .memsz = ph.p_memsz,
-					      .exec = (ph.p_flags & PF_X) != 0};
+			    (struct elf_load){.vaddr = ph.p_vaddr, .offset = ph.p_offset};
 	}
 	return ELF_IMAGE_OK;
 }

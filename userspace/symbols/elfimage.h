@@ -17,8 +17,6 @@ extern const char *const elf_probe_names[ELF_N_PROBES];
 
 struct elf_load {
 	uint64_t vaddr, offset;
-	uint64_t memsz; /* bytes in memory from vaddr */
-	int exec;	/* PF_X: a text segment */
 };
 
 struct elf_sym {

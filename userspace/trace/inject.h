@@ -23,7 +23,6 @@ struct inject_result {
 	double pause_ms;      /* how long that thread was stopped for the call */
 	double total_ms;      /* from the first interruption to the end */
 	unsigned long handle; /* dlopen's handle in the target */
-	int interrupted;      /* a stop signal made the loader leave the call (raised again) */
 };
 
 /* How long the injector looks for a safe moment before giving up. */

@@ -4,7 +4,6 @@
  * is at a safe point.
  */
 #include "inject_internal.h"
-#include "inject_stub.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -341,30 +340,6 @@ static uint64_t interpreter_base(pid_t pid)
 	return base;
 }
 
-/*
- * The call stub's address: after the end of libc's text segment (aligned),
- * if the stub fits before the end of that page and the page is mapped
- * executable in the target.  0 when there is no such room.
- */
-static uint64_t stub_place(const struct elf_image *img, uint64_t bias, const struct proc_maps *maps)
-{
-	const uint64_t page = 4096;
-
-	for (size_t i = 0; i < img->n_loads; i++) {
-		const struct elf_load *l = &img->loads[i];
-		uint64_t end = l->vaddr + l->memsz + bias, at = (end + 63) & ~(uint64_t)63;
-		uint64_t page_end = (end + page - 1) & ~(page - 1);
-		const struct map_region *m;
-
-		if (!l->exec || at + inject_stub_size() > page_end)
-			continue;
-		m = proc_maps_find(maps, at);
-		if (m && m->exec && at + inject_stub_size() <= m->end)
-			return at;
-	}
-	return 0;
-}
-
 enum inject_status inject_find_symbols(struct injector *in)
 {
 	struct proc_maps maps;
@@ -397,7 +372,6 @@ enum inject_status inject_find_symbols(struct injector *in)
 		return inject_fail(in, INJECT_FAILED, "cannot read the target's libc: %s", elf_err);
 	}
 	bias = elf_image_bias(&img, libc->start, libc->offset);
-	in->stub_addr = stub_place(&img, bias, &maps);
 	for (size_t i = 0; i < img.n_syms; i++) {
 		const struct elf_sym *s = &img.syms[i];
 
@@ -416,13 +390,6 @@ enum inject_status inject_find_symbols(struct injector *in)
 			}
 	}
 	elf_image_free(&img);
-	if (!in->stub_addr) {
-		proc_maps_free(&maps);
-		return inject_fail(in, INJECT_REFUSED,
-				   "process %d: its libc (%s) has no room after its code for the "
-				   "injector's call stub",
-				   (int)in->pid, libc->path);
-	}
 	if (!in->dlopen_addr || !in->dlerror_addr) {
 		proc_maps_free(&maps);
 		return inject_fail(

@@ -24,9 +24,6 @@ struct injector {
 	pid_t pid;
 	const char *lib_path;
 	uint64_t dlopen_addr, dlerror_addr;
-	/* Where the call stub goes (inject_stub.h): the slack after the end of
-	 * libc's text segment, in its last page (never executed by anyone). */
-	uint64_t stub_addr;
 	struct range *unsafe; /* code a call to dlopen must not interrupt */
 	size_t n_unsafe;
 	char *err;
@@ -56,8 +53,8 @@ int inject_read_status(pid_t pid, struct proc_status *st);
 /* 1. Refuse what cannot work (a stopped, traced, seccomp-filtered, static,
  * Go or foreign process; YAMA ptrace_scope 3). */
 enum inject_status inject_check_process(struct injector *in);
-/* 2. dlopen and dlerror in the target's libc, the place of the call stub,
- * and the code a call to dlopen must not interrupt (in->unsafe). */
+/* 2. dlopen and dlerror in the target's libc, and the code a call to dlopen
+ * must not interrupt (in->unsafe). */
 enum inject_status inject_find_symbols(struct injector *in);
 /* 3. 1 when the stopped thread tid may call dlopen: its PC is not in unsafe
  * code and no word of its stack is a return address into unsafe code. */
