@@ -7,15 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+int cli_vdie(int code, const char *fmt, va_list ap)
+{
+	fputs("memprof-bpf: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	return code;
+}
+
 int cli_die(int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("memprof-bpf: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vdie(code, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 

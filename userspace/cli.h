@@ -9,6 +9,7 @@
 #define MEMPROF_CLI_H
 
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -37,6 +38,8 @@ enum cli_long_opt {
 
 /* "memprof-bpf: " fmt "\n" on stderr; returns code. */
 int cli_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a va_list. */
+int cli_vdie(int code, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /*
  * getopt_long returned '?' or ':' (the optstring starts with ':'): print

@@ -84,16 +84,7 @@ int wait_exit(pid_t pid)
 
 int wait_file(const char *path, double timeout_s)
 {
-	const struct timespec pause = {0, 10000000};
-
-	for (double waited = 0; waited < timeout_s; waited += 0.01) {
-		struct stat st;
-
-		if (!stat(path, &st) && st.st_size > 0)
-			return 0;
-		nanosleep(&pause, NULL);
-	}
-	return -1;
+	return wait_nonempty_file(path, timeout_s);
 }
 
 int wait_mapped(pid_t pid, const char *needle)

@@ -54,9 +54,10 @@ Test(inject, refuses_a_static_program)
 	session_end(&s);
 }
 
-Test(inject, refuses_a_seccomp_filtered_program)
+/* seccomp_wait with its filter in place (mode: NULL, main thread, or "thread"): refused. */
+static void refuse_filtered(const char *mode, const char *why)
 {
-	const char *argv[] = {INJECT_PROGS "/seccomp_wait", "@READY", NULL};
+	const char *argv[] = {INJECT_PROGS "/seccomp_wait", "@READY", mode, NULL};
 	struct session s;
 
 	session_init(&s);
@@ -64,22 +65,18 @@ Test(inject, refuses_a_seccomp_filtered_program)
 	char *out = slurp(s.out);
 	cr_assert_str_eq(out, "filtered\n", "the filter is not in place");
 	free(out);
-	expect_refusal(&s, NULL, EXIT_DENIED, "seccomp");
+	expect_refusal(&s, NULL, EXIT_DENIED, why);
 	session_end(&s);
+}
+
+Test(inject, refuses_a_seccomp_filtered_program)
+{
+	refuse_filtered(NULL, "seccomp");
 }
 
 Test(inject, refuses_a_program_with_a_seccomp_filter_on_another_thread)
 {
-	const char *argv[] = {INJECT_PROGS "/seccomp_wait", "@READY", "thread", NULL};
-	struct session s;
-
-	session_init(&s);
-	session_start(&s, argv, NULL);
-	char *out = slurp(s.out);
-	cr_assert_str_eq(out, "filtered\n", "the filter is not in place");
-	free(out);
-	expect_refusal(&s, NULL, EXIT_DENIED, "runs under a seccomp filter");
-	session_end(&s);
+	refuse_filtered("thread", "runs under a seccomp filter");
 }
 
 /* The target is refused, then runs its workload to the end, untouched. */

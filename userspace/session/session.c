@@ -78,11 +78,9 @@ static int attach_fail(const struct traced *p, int code, const char *fmt, ...)
 
 	if (proc_exited(p->pid))
 		return cli_die(EXIT_TARGET, "process %d exited while being attached", (int)p->pid);
-	fputs("memprof-bpf: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vdie(code, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return code;
 }
 
