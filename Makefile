@@ -49,7 +49,9 @@ deps:
 include runtime-probes/core/build.mk
 include runtime-probes/hosts/rt/build.mk
 include runtime-probes/hosts/preload/build.mk
+include runtime-probes/hosts/python/build.mk
 include runtime-probes/hosts/ocaml/build.mk
+include runtime-probes/hosts/ocaml-attach/build.mk
 include runtime-probes/workloads/build.mk
 include bpf/build.mk
 include userspace/build.mk

@@ -17,6 +17,8 @@ BENCH_TOOLS := $(BENCH_BIN)/mallocmix $(BENCH_BIN)/probeloop $(BENCH_BIN)/malloc
 BENCH_RT_TOOLS := $(BENCH_BIN)/gcscale
 ALL_TARGETS += $(BENCH_TOOLS) $(BENCH_RT_TOOLS)
 BENCH_DEPS += $(BENCH_RT_TOOLS)
+# Table 8 injects into two of the injection tests' programs.
+BENCH_DEPS += $(INJECT_PROGS_DIR)/hammer $(INJECT_PROGS_DIR)/stale_words
 
 $(BENCH_BIN)/mallocmix: $(BUILD)/obj/bench/mallocmix.o
 	@mkdir -p $(@D)

@@ -28,12 +28,13 @@ out=$WORK/latest.md
 # Measure copies of the inputs: the tree may be rebuilt while this runs.
 INPUTS="workload-seed workload-seed-nohook workload-sites memprof-bpf libmemprof-preload.so
 	libmemprof.a bench/mallocmix bench/mallocpair bench/probeloop bench/gcscale bench/preload-sample-cost
-	tests/ocaml/progs/sites bench/ocaml-sites-plain"
+	tests/ocaml/progs/sites bench/ocaml-sites-plain tests/ocaml5/progs/sites bench/ocaml5-sites-domains
+	tests/inject/progs/hammer tests/inject/progs/stale_words tests/preload/progs/stacks"
 # shellcheck disable=SC2086
 ./bench/lib/snapshot.sh build "$WORK/inputs" $INPUTS
 export BUILD=$WORK/inputs
 
-tables=${BENCH_TABLES:-1 2 3 4 5 6 7}
+tables=${BENCH_TABLES:-1 2 3 4 5 6 7 8 9}
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 {
 	echo "# memprof-bpf benchmarks"

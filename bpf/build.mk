@@ -1,6 +1,7 @@
 # bpf/: the kernel side.  vmlinux/vmlinux.h -> build/memprof.bpf.o ->
 # build/memprof.skel.h (the loader in userspace/ includes the skeleton).
-# memprof_maps.h is the include-free header both sides share.
+# memprof_maps.h is the include-free header both sides share;
+# memprof_stacks.bpf.h is a part of memprof.bpf.c (its stack table).
 
 VMLINUX_H := vmlinux/vmlinux.h
 KERNEL_BTF := /sys/kernel/btf/vmlinux
@@ -15,7 +16,7 @@ BPF_ARCH := $(or $(patsubst $(BPF_MACHINE):%,%,$(filter $(BPF_MACHINE):%,$(BPF_A
 BPF_MULTIARCH_INC := /usr/include/$(shell $(CC) -print-multiarch)
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) \
 	-I$(BPF_MULTIARCH_INC) -Ivmlinux -Ibpf -Iruntime-probes/include
-BPF_HDRS := bpf/memprof_maps.h runtime-probes/include/memprof_probe_abi.h $(VMLINUX_H)
+BPF_HDRS := $(wildcard bpf/*.h) runtime-probes/include/memprof_probe_abi.h $(VMLINUX_H)
 
 $(VMLINUX_H): | $(DEPS_STAMP)
 	@test -r $(KERNEL_BTF) || { echo "bpf: $(KERNEL_BTF) missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF)" >&2; exit 1; }

@@ -39,6 +39,14 @@ __u32 detaching = 0;
 __u32 next_stack_id = 1;
 /* Next free slot of the inner table (id max_stacks + next_inner_slot). */
 __u32 next_inner_slot = 0;
+/* Set by the loader before load: chunks of the frame arena for the stack
+ * table; the inner table's MEMPROF_INNER_CHUNKS follow. */
+const volatile __u32 frame_chunks =
+    MEMPROF_MAX_STACKS * MEMPROF_FRAMES_PER_STACK / MEMPROF_FRAME_CHUNK;
+/* Next free frame of the arena, for the stack table and the inner table
+ * (memprof_maps.h: reserved before the stack's id). */
+__u32 next_frame = 0;
+__u32 next_inner_frame = 0;
 /* Blocks tracked now (home slots and overflow; at most max_blocks), and in the overflow. */
 __u64 n_blocks = 0;
 __u64 n_overflow = 0;
@@ -61,8 +69,19 @@ struct {
 	__type(value, struct memprof_stack_agg);
 } stack_aggs SEC(".maps");
 
+/* The frame arena (memprof_maps.h), sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MEMPROF_MAX_STACKS *MEMPROF_FRAMES_PER_STACK / MEMPROF_FRAME_CHUNK +
+				MEMPROF_INNER_CHUNKS);
+	__type(key, __u32);
+	__type(value, struct memprof_frame_chunk);
+} frames SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
 	__type(key, __u64);
 	__type(value, __u32);
@@ -95,8 +114,8 @@ struct {
 	__type(value, __u8);
 } untracked SEC(".maps");
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
 	__type(key, __u32);
 	__type(value, struct memprof_lifetime_hist);
@@ -108,11 +127,14 @@ struct {
  * another task's on the same CPU, which then takes the next level.
  */
 #define SCRATCH_LEVELS 4
+struct stack_scratch {
+	__u64 pcs[MEMPROF_STACK_DEPTH];
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SCRATCH_LEVELS);
 	__type(key, __u32);
-	__type(value, struct memprof_stack);
+	__type(value, struct stack_scratch);
 } scratch SEC(".maps");
 
 struct {
@@ -189,92 +211,14 @@ static __always_inline void count_orphan(__u64 id, enum memprof_counter unexplai
 	count(unexplained);
 }
 
-/* 64-bit hash of the first len PCs of st and of flags. */
-static __always_inline __u64 stack_hash(const struct memprof_stack *st, __u32 len, __u32 flags)
-{
-	__u64 h = (len * STACK_HASH_MULT + 1) ^ ((__u64)flags << 56);
-
-	for (__u32 i = 0; i < MEMPROF_STACK_DEPTH; i++) {
-		if (i >= len)
-			break;
-		h = (h ^ st->pcs[i]) * STACK_HASH_MULT;
-		h ^= h >> 29;
-	}
-	return h;
-}
-
-/* id if the stack stored under it is (st's first len PCs, flags); else unknown. */
-static __always_inline __u32 stacks_check(__u32 id, const struct memprof_stack *st, __u32 len,
-					  __u32 flags)
-{
-	const struct memprof_stack *kept = bpf_map_lookup_elem(&stacks, &id);
-
-	if (!kept || kept->len != len || kept->flags != flags)
-		goto collide;
-	for (__u32 i = 0; i < MEMPROF_STACK_DEPTH; i++) {
-		if (i >= len)
-			break;
-		if (kept->pcs[i] != st->pcs[i])
-			goto collide;
-	}
-	return id;
-collide:
-	count(MEMPROF_CNT_DROP_STACK_COLLIDE);
-	return MEMPROF_STACK_UNKNOWN;
-}
-
-/*
- * Stack id of (st's first len PCs, flags), stored on first sight in the
- * id range [first, limit) through the counter *next (ids first + *next);
- * MEMPROF_STACK_UNKNOWN if it cannot be, with *full set when the range is.
- */
-static __always_inline __u32 stacks_intern(const struct memprof_stack *st, __u32 len, __u32 flags,
-					   __u32 *next, __u32 first, __u32 limit, int *full)
-{
-	__u64 h = stack_hash(st, len, flags);
-	__u32 *known, id;
-	struct memprof_stack *slot;
-
-	*full = 0;
-	known = bpf_map_lookup_elem(&stack_ids, &h);
-	if (known)
-		return stacks_check(*known, st, len, flags);
-	if (first + *next >= limit) {
-		*full = 1;
-		return MEMPROF_STACK_UNKNOWN;
-	}
-	id = first + __sync_fetch_and_add(next, 1);
-	if (id >= limit) {
-		*full = 1;
-		return MEMPROF_STACK_UNKNOWN;
-	}
-	slot = bpf_map_lookup_elem(&stacks, &id);
-	if (!slot) {
-		*full = 1;
-		return MEMPROF_STACK_UNKNOWN;
-	}
-	/* The PCs first, then len: the slot is published by the hash insert. */
-	if (len > MEMPROF_STACK_DEPTH)
-		len = MEMPROF_STACK_DEPTH;
-	bpf_probe_read_kernel(slot->pcs, (len & (2 * MEMPROF_STACK_DEPTH - 1)) * sizeof(__u64),
-			      st->pcs);
-	slot->flags = flags;
-	slot->len = len;
-	if (bpf_map_update_elem(&stack_ids, &h, &id, BPF_NOEXIST) == 0)
-		return id;
-	/* Another CPU interned it first (our slot stays unused), or full. */
-	known = bpf_map_lookup_elem(&stack_ids, &h);
-	if (known)
-		return stacks_check(*known, st, len, flags);
-	count(MEMPROF_CNT_DROP_STACK_HASH);
-	return MEMPROF_STACK_UNKNOWN;
-}
+#include "memprof_stacks.bpf.h"
 
 /* The sampled stack, read once from the target into this CPU's scratch. */
-static __always_inline __u32 sample_stack_read(struct memprof_stack *st, __u64 stack_ptr,
+static __always_inline __u32 sample_stack_read(struct stack_scratch *st, __u64 stack_ptr,
 					       __u64 stack_len, __u32 flags)
 {
 	__u32 len = stack_len > MEMPROF_STACK_DEPTH ? MEMPROF_STACK_DEPTH : stack_len;
+	struct stack_hashes hs;
 	int full;
 	__u32 id;
 
@@ -285,14 +229,20 @@ static __always_inline __u32 sample_stack_read(struct memprof_stack *st, __u64 s
 		count(MEMPROF_CNT_DROP_STACK_READ);
 		return MEMPROF_STACK_UNKNOWN;
 	}
-	id = stacks_intern(st, len, flags, &next_stack_id, 0, max_stacks, &full);
+	stack_hashes_of(&hs, st, len, flags);
+	id = stacks_intern(st, &hs, len, flags, &next_stack_id, 0, max_stacks, &next_frame, 0,
+			   frame_chunks, &full);
 	if (!full)
 		return id;
+	if (full == 2)
+		count(MEMPROF_CNT_FRAMES_FULL);
 	/* The table is full: the innermost frames, in the inner table. */
 	if (len > MEMPROF_INNER_DEPTH)
 		len = MEMPROF_INNER_DEPTH;
-	id = stacks_intern(st, len, MEMPROF_STACK_F_INNER, &next_inner_slot, max_stacks,
-			   max_stacks + MEMPROF_INNER_STACKS, &full);
+	stack_hashes_of(&hs, st, len, MEMPROF_STACK_F_INNER);
+	id = stacks_intern(st, &hs, len, MEMPROF_STACK_F_INNER, &next_inner_slot, max_stacks,
+			   max_stacks + MEMPROF_INNER_STACKS, &next_inner_frame, frame_chunks,
+			   MEMPROF_INNER_CHUNKS, &full);
 	if (full)
 		count(MEMPROF_CNT_DROP_STACKS_FULL);
 	else if (id != MEMPROF_STACK_UNKNOWN)
@@ -303,7 +253,7 @@ static __always_inline __u32 sample_stack_read(struct memprof_stack *st, __u64 s
 static __always_inline __u32 sample_stack(__u64 stack_ptr, __u64 stack_len, __u32 flags)
 {
 	__u32 zero = 0, *depth = bpf_map_lookup_elem(&scratch_depth, &zero), level, id;
-	struct memprof_stack *st;
+	struct stack_scratch *st;
 
 	if (!depth)
 		return MEMPROF_STACK_UNKNOWN;
@@ -409,6 +359,20 @@ struct sample_rec {
 	__u64 w[MEMPROF_PROBE_REC_WORDS];
 };
 
+/*
+ * The span of a sample: the units of its block the sampler drew its
+ * n_samples on (memprof_probe_abi.h).  A block of size fields spans size + 1
+ * words, its header included; a custom block's out-of-heap memory (OCaml's
+ * Custom source) and a malloc block span size units.
+ */
+static __always_inline __u64 sample_span(__u64 size, __u64 kind_source)
+{
+	if (!(kind_source & MEMPROF_PROBE_F_BYTES) &&
+	    MEMPROF_PROBE_SOURCE(kind_source) != MEMPROF_PROBE_SRC_CUSTOM)
+		size++;
+	return size ? size : 1;
+}
+
 static __always_inline void sample_one(const struct sample_rec *r)
 {
 	__u64 id = r->w[MEMPROF_PROBE_REC_ID], size = r->w[MEMPROF_PROBE_REC_SIZE];
@@ -417,9 +381,13 @@ static __always_inline void sample_one(const struct sample_rec *r)
 	__u64 inv_rate_q16 = r->w[MEMPROF_PROBE_REC_INV_RATE_Q16];
 	struct memprof_block b = {};
 	__u32 stack_flags = 0;
-	__u64 est;
+	__u64 est, span;
 	int err;
 
+	if (detaching) {
+		count(MEMPROF_CNT_LATE_SAMPLES);
+		return;
+	}
 	count(MEMPROF_CNT_SAMPLES);
 	if (!first_id)
 		__sync_val_compare_and_swap(&first_id, 0, id);
@@ -437,8 +405,12 @@ static __always_inline void sample_one(const struct sample_rec *r)
 	b.size = size;
 	b.n_samples = n_samples;
 	b.est_bytes = est;
-	/* Objects this sample stands for: n / (rate * size), unbiased per block. */
-	b.est_objects_q16 = n_samples * inv_rate_q16 / (size ? size : 1);
+	/*
+	 * Objects this sample stands for: n_samples / (rate * span), rounded.
+	 * Unbiased per block whatever its size: E[n_samples] = rate * span.
+	 */
+	span = sample_span(size, kind_source);
+	b.est_objects_q16 = (n_samples * inv_rate_q16 + span / 2) / span;
 	b.alloc_ns = r->w[MEMPROF_PROBE_REC_TIME_NS];
 	b.stack_id = sample_stack(r->w[MEMPROF_PROBE_REC_STACK_PTR],
 				  r->w[MEMPROF_PROBE_REC_STACK_LEN], stack_flags);
@@ -532,8 +504,8 @@ static __always_inline __u32 log2_floor(__u64 v)
 
 /*
  * A tracked block died: its lifetime goes to its stack's histogram of that
- * kind of death (memprof_maps.h gives the slots).  One array lookup, which
- * the verifier inlines, and one atomic add.
+ * kind of death (memprof_maps.h gives the slots).  One hash lookup (and an
+ * insert at the stack's first death), and one atomic add.
  */
 static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples,
 					 __u64 alloc_ns, __u64 now)
@@ -542,8 +514,15 @@ static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_sam
 	__u64 us;
 	__u32 slot = 0;
 
-	if (!h)
-		return;
+	if (!h) {
+		/* The stack's first death: its histogram, zeroed (another CPU's may win). */
+		static const struct memprof_lifetime_hist zero;
+
+		bpf_map_update_elem(&lifetimes, &stack_id, &zero, BPF_NOEXIST);
+		h = bpf_map_lookup_elem(&lifetimes, &stack_id);
+		if (!h)
+			return;
+	}
 	us = now > alloc_ns ? (now - alloc_ns) / 1000 : 0;
 	if (us)
 		slot = log2_floor(us) + 1;

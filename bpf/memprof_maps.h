@@ -5,9 +5,12 @@
  * after <linux/types.h> in user space.  Only fixed-width types.
  *
  * Maps:
- *   stacks     array (mmapable), stack id -> struct memprof_stack
+ *   stacks     array (mmapable), stack id -> struct memprof_stack (its
+ *              length, flags and where its frames are)
+ *   frames     array (mmapable) of struct memprof_frame_chunk: the frame
+ *              arena, every stack's frames one after the other
  *   stack_aggs array (mmapable), stack id -> struct memprof_stack_agg
- *   stack_ids  hash, 64-bit hash of the PCs -> stack id (dedupe)
+ *   stack_ids  hash (allocated on use), 64-bit hash of the PCs -> stack id (dedupe)
  * Stack ids: [1, max_stacks) is the stack table proper, first come first
  * served; [max_stacks, max_stacks + MEMPROF_INNER_STACKS) is the inner
  * table, where a sample whose stack found the table full keeps its
@@ -15,6 +18,21 @@
  * allocating function still shows.  max_stacks is the loader's
  * --max-stacks (default MEMPROF_MAX_STACKS); the three maps and lifetimes hold
  * max_stacks + MEMPROF_INNER_STACKS entries.
+ * The frame arena: frames [0, max_stacks * MEMPROF_FRAMES_PER_STACK)
+ * (rounded up to whole chunks) for the stack table, then
+ * MEMPROF_INNER_CHUNKS chunks for the inner table.  A stack takes len
+ * frames on first sight, from a counter (next_frame, next_inner_frame,
+ * counting MEMPROF_FRAME_CHUNK frames per chunk): a stack reserved at
+ * frame k * MEMPROF_FRAME_CHUNK + off (off < MEMPROF_FRAME_CHUNK) is stored
+ * in chunk k from its frame off on, and may run into the chunk's last
+ * MEMPROF_STACK_DEPTH frames, which no reservation starts in: it never
+ * straddles two chunks, and no frame is lost to a chunk's end.  Its index
+ * in the arena, seen as one array of frames (chunks one after the other),
+ * is k * MEMPROF_CHUNK_FRAMES + off.  A stack that finds the stack table's
+ * frames used up goes to the inner table as when its ids are.  Invariant: a stack's
+ * frames are reserved before its id, so every stack id below
+ * next_stack_id read by the loader has its frames below next_frame read
+ * after it.
  *   block_slots     array (mmapable), id % max_blocks -> struct memprof_block_slot:
  *                   a tracked block's home slot
  *   blocks_overflow hash (allocated on use), block id -> struct memprof_block:
@@ -26,7 +44,8 @@
  * compare-and-swap; only a block whose home slot is still held by a block
  * max_blocks ids older goes to the overflow hash.  At most max_blocks
  * (--max-blocks) blocks are tracked at once, in both (the global n_blocks).
- *   lifetimes  array (mmapable), stack id -> struct memprof_lifetime_hist
+ *   lifetimes  hash (allocated on use), stack id -> struct memprof_lifetime_hist:
+ *              only stacks with a death have one
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
@@ -42,6 +61,17 @@
 /* The inner table: stacks cut to their innermost frames once the table is full. */
 #define MEMPROF_INNER_STACKS 4096
 #define MEMPROF_INNER_DEPTH 8
+/* Frames of the arena per stack of the table, on average (the arena's size). */
+#define MEMPROF_FRAMES_PER_STACK 32
+/* Frames reserved per chunk of the arena (one array element: the verifier
+ * bounds an access by one element), and its frames with the room for the
+ * last stack to run into. */
+#define MEMPROF_FRAME_CHUNK 4096
+#define MEMPROF_CHUNK_FRAMES (MEMPROF_FRAME_CHUNK + MEMPROF_STACK_DEPTH)
+/* The inner table's chunks. */
+#define MEMPROF_INNER_CHUNKS                                                                       \
+	((MEMPROF_INNER_STACKS * MEMPROF_INNER_DEPTH + MEMPROF_FRAME_CHUNK - 1) /                  \
+	 MEMPROF_FRAME_CHUNK)
 /* Tracked blocks alive at once. */
 #define MEMPROF_MAX_BLOCKS 262144
 /* Ids remembered (LRU) that were sampled while the block map was full. */
@@ -49,10 +79,12 @@
 #define MEMPROF_STACK_UNKNOWN 0u
 
 /*
- * Views: per-stack aggregates, indexes of samples[] and bytes[].  One name
- * per view everywhere: the loader's --view and DIR/<name>.folded
- * (MEMPROF_VIEW_NAMES), the docs and the tests.  In OCaml's terms, which the
- * probe ABI (memprof_probe_abi.h) and the API's callbacks keep:
+ * Views.  One name per view everywhere: the loader's --view and
+ * DIR/<name>.folded (MEMPROF_VIEW_NAMES), pprof's sample types, the docs and
+ * the tests.  The first MEMPROF_N_KERNEL_VIEWS are the kernel's per-stack
+ * aggregates, the indexes of samples[], bytes[] and objects_q16[] of
+ * struct memprof_stack_agg.  In OCaml's terms, which the probe ABI
+ * (memprof_probe_abi.h) and the API's callbacks keep:
  *   alloc     every sample probe (alloc_minor and alloc_major)
  *   live      sampled and tracked, no dealloc probe yet
  *   promoted  promote probe (the promote callback)
@@ -60,18 +92,29 @@
  *             dealloc_minor callback): the block died young
  * Blocks that die old (dealloc of kind MEMPROF_PROBE_KIND_MAJOR) have no
  * view of their own: for tracked blocks it is alloc minus live minus short.
+ *
+ * The views from MEMPROF_N_KERNEL_VIEWS on are derived by the loader, and
+ * the kernel has no slot for them:
+ *   peak      the live view at the moment the total of the live view (over
+ *             every stack of every traced process) was the highest the
+ *             loader read while attached: it reads the live aggregates at
+ *             every poll and keeps a copy of the highest (userspace/output/
+ *             peak.h; docs/design.md, "The peak view", says what a poll can
+ *             miss)
  */
 enum memprof_view {
 	MEMPROF_VIEW_ALLOC = 0,
 	MEMPROF_VIEW_LIVE = 1,
 	MEMPROF_VIEW_PROMOTED = 2,
 	MEMPROF_VIEW_SHORT = 3,
-	MEMPROF_N_VIEWS = 4,
+	MEMPROF_N_KERNEL_VIEWS = 4, /* the kernel's aggregates end here */
+	MEMPROF_VIEW_PEAK = 4,
+	MEMPROF_N_VIEWS = 5,
 };
 /* The views' names, indexed by enum memprof_view. */
 #define MEMPROF_VIEW_NAMES                                                                         \
 	{                                                                                          \
-		"alloc", "live", "promoted", "short"                                               \
+		"alloc", "live", "promoted", "short", "peak"                                       \
 	}
 
 /* Block flags. */
@@ -83,23 +126,39 @@ enum memprof_view {
 #define MEMPROF_STACK_F_INNER 1u /* innermost frames only (the table was full) */
 #define MEMPROF_STACK_F_CUT 2u	 /* the stack was deeper than MEMPROF_STACK_DEPTH */
 
+/*
+ * A stack is known by two 64-bit hashes of its frames, its length and its
+ * flags: the first keys stack_ids, the second (check) is kept with it, and
+ * a sample whose first hash finds a stack of another check, length or
+ * flags is a collision (MEMPROF_CNT_DROP_STACK_COLLIDE).  The frames are
+ * not compared again: two stacks with both hashes equal are taken as one.
+ */
 struct memprof_stack {
-	__u32 len;   /* frames in pcs, innermost first */
-	__u32 flags; /* MEMPROF_STACK_F_* */
-	__u64 pcs[MEMPROF_STACK_DEPTH];
+	__u32 len;	   /* frames, innermost first (at most MEMPROF_STACK_DEPTH) */
+	__u32 flags;	   /* MEMPROF_STACK_F_* */
+	__u64 check;	   /* the second hash */
+	__u32 first_frame; /* index of its innermost frame in the frame arena */
+	__u32 reserved;
+};
+
+/* One element of the frame arena.  A frame is the probe's opaque 64-bit
+ * entry (a return address, or a tagged entry of a runtime), kept as it came. */
+struct memprof_frame_chunk {
+	__u64 pcs[MEMPROF_CHUNK_FRAMES];
 };
 
 /*
  * Estimated bytes of one sample event: n_samples * inv_rate_q16 >> 16 when
  * its unit is the byte (MEMPROF_PROBE_F_BYTES), n_samples * inv_rate_q16 *
- * 8 >> 16 when it is the word; estimated objects, in 1/65536 units:
- * n_samples * inv_rate_q16 / size (in the sample's unit).
+ * 8 >> 16 when it is the word (headers included); estimated objects, in
+ * 1/65536 units: n_samples * inv_rate_q16 / span, rounded, the span being
+ * the units the sampler drew on (memprof_probe_abi.h; sample_span).
  * Live is raised at sample time and lowered at death.
  */
 struct memprof_stack_agg {
-	__u64 samples[MEMPROF_N_VIEWS];
-	__u64 bytes[MEMPROF_N_VIEWS];
-	__u64 objects_q16[MEMPROF_N_VIEWS];
+	__u64 samples[MEMPROF_N_KERNEL_VIEWS];
+	__u64 bytes[MEMPROF_N_KERNEL_VIEWS];
+	__u64 objects_q16[MEMPROF_N_KERNEL_VIEWS];
 };
 
 struct memprof_block {
@@ -193,6 +252,15 @@ enum memprof_counter {
 	MEMPROF_CNT_BAD_EVENTS,	  /* events or sample records unreadable, or of an unknown kind */
 	MEMPROF_CNT_OVERFLOW_BLOCKS, /* blocks tracked in the overflow: home slot taken */
 	MEMPROF_CNT_SAMPLE_BATCHES,  /* batched memprof:sample probes seen */
+	/* samples of a new stack that found the stack table's frame arena used
+	 * up (kept in the inner table, as MEMPROF_CNT_INNER_STACKS counts) */
+	MEMPROF_CNT_FRAMES_FULL,
+	/*
+	 * Samples once the loader began detaching: left out of the views, a
+	 * snapshot taken then (the links, whose end takes the kernel a grace
+	 * period each, go after the output is written).
+	 */
+	MEMPROF_CNT_LATE_SAMPLES,
 	MEMPROF_N_COUNTERS,
 };
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make demo: run the bundled workload (build/workload-sites), attach
-# memprof-bpf to it for a few seconds, write the four views as
-# build/demo/<view>.folded, the alloc view as an interactive flame graph
-# (build/demo/alloc.svg), every view as pprof (build/demo/profile.pb.gz),
-# the text report (build/demo/report.txt), the lifetimes per site
+# memprof-bpf to it for a few seconds, write the five views as
+# build/demo/<view>.folded (peak.folded among them), the alloc view as an
+# interactive flame graph (build/demo/alloc.svg), every view as pprof
+# (build/demo/profile.pb.gz) and as JSON (build/demo/profile.json), the text
+# report (build/demo/report.txt), the lifetimes per site
 # (build/demo/lifetimes.csv) and the timeline of live memory
 # (build/demo/timeline.svg), and print the top
 # allocation sites of each view; then the same with the bundled OCaml
@@ -29,7 +30,7 @@ die() {
 
 mkdir -p "$OUT"
 rm -f "$OUT"/*.folded "$OUT/ready" "$OUT/alloc.svg" "$OUT/report.txt" "$OUT/profile.pb.gz" \
-	"$OUT/lifetimes.csv" "$OUT/timeline.svg"
+	"$OUT/profile.json" "$OUT/lifetimes.csv" "$OUT/timeline.svg"
 "$WORKLOAD" --seconds "$((TRACE_SECONDS + 30))" --ready-file "$OUT/ready" >"$OUT/workload.txt" &
 workload=$!
 trap 'kill "$workload" 2>/dev/null || true' EXIT
@@ -41,13 +42,13 @@ done
 
 echo "demo: tracing workload-sites (pid $workload) for ${TRACE_SECONDS}s at rate $RATE"
 "$LOADER" attach "$workload" -d "$TRACE_SECONDS" --rate "$RATE" --all-views "$OUT" \
-	-o "$OUT/alloc.svg" -o "$OUT/report.txt" -o "$OUT/profile.pb.gz" \
+	-o "$OUT/alloc.svg" -o "$OUT/report.txt" -o "$OUT/profile.pb.gz" -o "$OUT/profile.json" \
 	--lifetimes "$OUT/lifetimes.csv" --timeline "$OUT/timeline.svg" \
 	2>"$OUT/memprof-bpf.log" || die "memprof-bpf failed: $(tail -n 1 "$OUT/memprof-bpf.log")"
 kill -TERM "$workload"
 wait "$workload" || true
 trap - EXIT
-grep 'stats:' "$OUT/memprof-bpf.log" | sed 's/^memprof-bpf: /demo: /'
+grep -E 'warning:|note:' "$OUT/memprof-bpf.log" | sed 's/^memprof-bpf: /demo: /' || true
 
 # Sum a folded file by allocation site: the innermost frame named site_*,
 # else the innermost frame.
@@ -78,16 +79,17 @@ top_sites() {
 		NF != 2 { print }'
 }
 
-for view in alloc live promoted short; do
+for view in alloc live promoted short peak; do
 	file="$OUT/$view.folded"
 	echo
 	echo "== $view: $file"
 	top_sites "$file"
 done
 echo
-echo "== flame graph of the alloc view: $OUT/alloc.svg (open it in a browser: click to zoom, Search)"
+echo "== flame graph of the alloc view: $OUT/alloc.svg (open it in a browser: click to zoom, Search; the view buttons or number keys switch views)"
 echo "== text report with 95% intervals: $OUT/report.txt; every view as pprof: $OUT/profile.pb.gz"
 echo "   (go tool pprof -sample_index=inuse_space -top $OUT/profile.pb.gz)"
+echo "== the whole profile as JSON (every view, stack, frame, interval, the lifetimes): $OUT/profile.json"
 echo
 echo "== lifetimes per site (ms; bound_from: the first percentile that is only a lower bound,"
 echo "   because blocks were still alive at the end): $OUT/lifetimes.csv"
@@ -121,8 +123,8 @@ echo "demo: tracing the OCaml program sites (pid $ocaml_pid) for ${TRACE_SECONDS
 kill -TERM "$ocaml_pid"
 wait "$ocaml_pid" || true
 trap - EXIT
-grep 'stats:' "$OCAML_OUT/memprof-bpf.log" | sed 's/^memprof-bpf: /demo: /'
-for view in alloc live promoted short; do
+grep -E 'warning:|note:' "$OCAML_OUT/memprof-bpf.log" | sed 's/^memprof-bpf: /demo: /' || true
+for view in alloc live promoted short peak; do
 	file="$OCAML_OUT/$view.folded"
 	echo
 	echo "== OCaml $view: $file"

@@ -6,10 +6,10 @@ set -euo pipefail
 packages=(
 	build-essential clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	systemtap-sdt-dev libcriterion-dev libunwind-dev libdw-dev pkg-config
-	valgrind binutils sqlite3 heaptrack zstd ocaml-nox ocaml-findlib
+	valgrind binutils sqlite3 libsqlite3-dev heaptrack zstd ocaml-nox ocaml-findlib
 	libprotobuf-c-dev protobuf-c-compiler golang-go libc6-dbg libxml2-utils
 	xz-utils debuginfod libdebuginfod1 chromium
-	libclang-rt-14-dev libcap2-bin util-linux
+	libclang-rt-14-dev libcap2-bin util-linux postgresql-15 ocaml-dune python3 python3.11-dev
 )
 if [ "$#" -gt 0 ]; then
 	packages+=("$@")

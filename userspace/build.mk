@@ -82,14 +82,22 @@ $(ATTACH_STATIC): $(BUILD)/obj/tests/attach/progs/static_sleeper.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -static $^ -o $@
 
-ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(ATTACH_THREADS) $(ATTACH_STATIC)
+# Blocks of 1 to 300 fields, one site per size, on the reference runtime.
+ATTACH_SIZES := $(ATTACH_PROGS)/sizes
+
+$(ATTACH_SIZES): $(BUILD)/obj/tests/attach/progs/sizes.o $(RT_LIB) $(BUILD)/libmemprof.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(MEMPROF_LIBS) $(LDLIBS)
+
+ALL_TARGETS += $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(ATTACH_THREADS) $(ATTACH_STATIC) \
+	$(ATTACH_SIZES)
 
 # ---- Test settings (tests/build.mk) ----
 EXTRA_CFLAGS_tests/attach/ := -O1 -fno-omit-frame-pointer -Iuserspace -Ibpf
 TEST_LIBS_attach := $(LOADER_LIB_OBJS)
 TEST_LDLIBS_attach = $(LOADER_LIBS)
 TEST_NEEDS_attach = $(LOADER) $(ATTACH_TRIGGER) $(ATTACH_TRIGGER_SO) $(WORKLOAD_BINS) \
-	$(ATTACH_THREADS) $(ATTACH_STATIC) $(PRELOAD_SO)
+	$(ATTACH_THREADS) $(ATTACH_STATIC) $(ATTACH_SIZES) $(PRELOAD_SO)
 
 # ---- make demo ----
 demo: $(DEPS_STAMP)
@@ -102,7 +110,11 @@ INJECT_PROGS_DIR := $(BUILD)/tests/inject/progs
 INJECT_PROGS := $(INJECT_PROGS_DIR)/sites $(INJECT_PROGS_DIR)/sites_cxx \
 	$(INJECT_PROGS_DIR)/libsite.so $(INJECT_PROGS_DIR)/sites.py $(INJECT_PROGS_DIR)/sites.pl \
 	$(INJECT_PROGS_DIR)/static_wait $(INJECT_PROGS_DIR)/seccomp_wait \
-	$(INJECT_PROGS_DIR)/syscalls
+	$(INJECT_PROGS_DIR)/syscalls $(INJECT_PROGS_DIR)/hammer $(INJECT_PROGS_DIR)/setxid \
+	$(INJECT_PROGS_DIR)/planted.so $(INJECT_PROGS_DIR)/smallstack $(INJECT_PROGS_DIR)/leader_exits \
+	$(INJECT_PROGS_DIR)/fpstate $(INJECT_PROGS_DIR)/in_allocator $(INJECT_PROGS_DIR)/go_like \
+	$(INJECT_PROGS_DIR)/privmain $(INJECT_PROGS_DIR)/libprivuser.so \
+	$(INJECT_PROGS_DIR)/stale_words $(INJECT_PROGS_DIR)/libnss_memproftest.so.2
 INJECT_PROG_FLAGS := -O1 -g -rdynamic -fno-optimize-sibling-calls
 INJECT_PROG_HDRS := tests/inject/progs/go_wait.h
 
@@ -118,6 +130,15 @@ $(INJECT_PROGS_DIR)/libsite.so: tests/inject/progs/libsite.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 $(WARN) $(INJECT_PROG_FLAGS) -fPIC -shared -o $@ $<
 
+# An NSS module the C library loads by itself (inject-sites --nss memproftest).
+$(INJECT_PROGS_DIR)/libnss_memproftest.so.2: tests/inject/progs/nss_module.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(INJECT_PROG_FLAGS) -fPIC -shared -o $@ $< -ldl
+
+$(INJECT_PROGS_DIR)/planted.so: tests/inject/progs/planted.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(WARN) -O1 -fPIC -shared -o $@ $<
+
 $(INJECT_PROGS_DIR)/sites.py $(INJECT_PROGS_DIR)/sites.pl: $(INJECT_PROGS_DIR)/%: tests/inject/progs/%
 	@mkdir -p $(@D)
 	cp $< $@
@@ -132,6 +153,51 @@ $(INJECT_PROGS_DIR)/static_wait: tests/inject/progs/static_wait.c
 $(INJECT_PROGS_DIR)/syscalls: tests/inject/progs/syscalls.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $<
+
+$(INJECT_PROGS_DIR)/leader_exits: tests/inject/progs/leader_exits.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $< -lpthread
+
+# A library bound (RTLD_DEEPBIND) to a private allocator, and its program.
+$(INJECT_PROGS_DIR)/libprivalloc.so: tests/inject/progs/privalloc.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(WARN) -O1 -fPIC -shared -fno-builtin -o $@ $<
+
+$(INJECT_PROGS_DIR)/libprivuser.so: tests/inject/progs/privuser.c $(INJECT_PROGS_DIR)/libprivalloc.so
+	$(CC) -std=c11 $(WARN) -O1 -fPIC -shared -fno-builtin -o $@ $< \
+		-L$(INJECT_PROGS_DIR) -lprivalloc -Wl,-rpath,'$$ORIGIN'
+
+$(INJECT_PROGS_DIR)/privmain: tests/inject/progs/privmain.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $< -ldl
+
+$(INJECT_PROGS_DIR)/stale_words: tests/inject/progs/stale_words.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -o $@ $<
+
+$(INJECT_PROGS_DIR)/go_like: tests/inject/progs/go_like.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 $(WARN) -O1 -o $@ $<
+
+$(INJECT_PROGS_DIR)/in_allocator: tests/inject/progs/in_allocator.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $< -lpthread
+
+$(INJECT_PROGS_DIR)/fpstate: tests/inject/progs/fpstate.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $< -lpthread
+
+$(INJECT_PROGS_DIR)/smallstack: tests/inject/progs/smallstack.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $< -lpthread
+
+$(INJECT_PROGS_DIR)/hammer: tests/inject/progs/hammer.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O2 -Wl,-z,now -o $@ $< -lpthread
+
+$(INJECT_PROGS_DIR)/setxid: tests/inject/progs/setxid.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -Wl,-z,now -o $@ $< -lpthread
 
 $(INJECT_PROGS_DIR)/seccomp_wait: tests/inject/progs/seccomp_wait.c
 	@mkdir -p $(@D)
@@ -161,6 +227,9 @@ $(OUTPUT_PROGS_DIR)/%: tests/output/progs/%.cpp tests/output/progs/wait_tracer.h
 		$(PUBLIC_HDRS)
 	@mkdir -p $(@D)
 	g++ -std=c++17 $(WARN) $(OUTPUT_PROG_FLAGS) -o $@ $< $(OUTPUT_PROG_LINK)
+
+# The SQLite program calls libsqlite3 (libsqlite3-dev) through its C API.
+$(OUTPUT_PROGS_DIR)/sqlite_sites: OUTPUT_PROG_LINK += -lsqlite3
 
 # Stripped copies of known_sites for tests/output/test_debuginfo.c:
 #   known_sites-stripped   no .symtab, no DWARF, no .gnu_debuglink; its debug
@@ -217,7 +286,7 @@ TEST_NEEDS_cli = $(LOADER) $(ATTACH_TRIGGER) $(PRELOAD_SO) $(BUILD)/libmemprof.a
 FUZZ_PROGS := $(BUILD)/tests/fuzz/progs
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iruntime-probes/include -Iuserspace \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_BINS := $(FUZZ_PROGS)/fuzz-elf $(FUZZ_PROGS)/fuzz-maps
+FUZZ_BINS := $(FUZZ_PROGS)/fuzz-elf $(FUZZ_PROGS)/fuzz-maps $(FUZZ_PROGS)/fuzz-diff
 
 $(FUZZ_PROGS)/fuzz-elf: tests/fuzz/progs/fuzz_elf.c userspace/symbols/elfimage.c \
 		userspace/symbols/elfimage.h \
@@ -230,6 +299,17 @@ $(FUZZ_PROGS)/fuzz-maps: tests/fuzz/progs/fuzz_maps.c userspace/symbols/procmaps
 		| $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) $(filter %.c,$^) -o $@
+
+# diff's readers and writers: the output folder (pprof, sites, intervals) and
+# what output.c links in (the symbolizer), built with the fuzzer's sanitizers.
+$(FUZZ_PROGS)/fuzz-diff: tests/fuzz/progs/fuzz_diff.c userspace/cmd/diff_input.c \
+		userspace/cmd/diff_output.c userspace/cmd/diff.h userspace/cli.c \
+		$(wildcard userspace/output/*.c userspace/symbols/*.c) $(PPROF_GEN_C) $(PPROF_GEN_H) \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -Ibpf -I$(PPROF_GEN_DIR) -Iruntime-probes \
+		$(filter %.c,$^) -o $@ $(call pkg_libs,libprotobuf-c) $(call pkg_libs,zlib) \
+		$(call pkg_libs,libdw) $(call pkg_libs,libelf) -lstdc++ -lm
 
 TEST_NEEDS_fuzz = $(FUZZ_BINS)
 # ---- tests/lifetimes: lifetimes and the timeline (userspace/output/lifetimes.c,

@@ -1,5 +1,6 @@
 /* Shared command-line messages and value parsers (cli.h). */
 #include "cli.h"
+#include "output/site.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -107,5 +108,16 @@ int cli_parse_count(const char *s, const char *what, unsigned long max, unsigned
 		return -1;
 	}
 	*out = n;
+	return 0;
+}
+
+int cli_skip_frames(const char *regex)
+{
+	char err[512];
+
+	if (site_skip_add(regex, err, sizeof(err))) {
+		cli_die(EXIT_USAGE, "%s", err);
+		return -1;
+	}
 	return 0;
 }

@@ -28,10 +28,16 @@ enum cli_long_opt {
 	OPT_SNAPSHOT_DIR,
 	OPT_SORT,
 	OPT_NO_INJECT,
+	OPT_INJECT_MALLOC,
 	OPT_PRELOAD,
 	OPT_LIFETIMES,
 	OPT_TIMELINE,
 	OPT_READY_FILE,
+	OPT_SKIP_FRAMES,
+	OPT_LINES,
+	OPT_SHORT_NAMES,
+	OPT_BY_DOMAIN,
+	OPT_NATIVE,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -54,5 +60,8 @@ void cli_getopt_reset(void);
 int cli_parse_pid(const char *s, pid_t *out);
 int cli_parse_seconds(const char *s, double *out); /* > 0 */
 int cli_parse_count(const char *s, const char *what, unsigned long max, unsigned long *out);
+/* --skip-frames REGEX: one more frame pattern the allocation site skips
+ * (output/site.h). */
+int cli_skip_frames(const char *regex);
 
 #endif

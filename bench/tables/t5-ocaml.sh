@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Table 5: the OCaml host (runtime-probes/hosts/ocaml) on the OCaml sites
 # program (tests/ocaml/progs/sites.ml, unpaced): the adapter linked in and
-# detached against the same program without it (callgrind Ir), attached at
-# 1e-5 and 1e-4 against detached (CPU time), and the cost of one traced
-# sample (extra CPU time over the samples the control block counted).
+# detached against the same program without it (callgrind Ir, 4.13), then,
+# for 4.13, 5.3 and 5.3 with four domains (bench/ocaml/sites_domains.ml),
+# attached at 1e-5 and 1e-4 against detached (CPU time of the whole
+# process) and the cost of one traced sample (extra CPU time over the
+# samples the control block counted).
 set -uo pipefail
 . bench/lib/common.sh
 PROG=$BUILD/tests/ocaml/progs/sites
 PLAIN=$BUILD/bench/ocaml-sites-plain
+PROG5=$BUILD/tests/ocaml5/progs/sites
+DOMAINS5=$BUILD/bench/ocaml5-sites-domains
 LOADER=$BUILD/memprof-bpf
 AR="python3 bench/lib/attach_run.py"
 if [ "$BENCH_QUICK" = 1 ]; then
@@ -16,7 +20,7 @@ else
 	IR_N=2000000 CPU_N=10000000
 fi
 
-echo "## Table 5: the OCaml host (OCaml 4.13, Gc.Memprof)"
+echo "## Table 5: the OCaml host (OCaml 4.13 and 5.3, Gc.Memprof)"
 echo
 for f in "$PROG" "$PLAIN" "$LOADER"; do
 	if [ ! -x "$f" ]; then
@@ -37,20 +41,33 @@ ir() { # prog: Ir of the whole program (every thread), N iterations, unpaced
 }
 ir_plain=$(ir "$PLAIN") ir_adapter=$(ir "$PROG")
 
-# CPU time of N iterations: detached, or traced for the whole run.
+# CPU time of N iterations: detached, or traced for the whole run.  Each
+# program is a row: name, then its command (READY stands for the go file's
+# prefix); a program that is not built is left out, and said so.
 cpu_runs=$WORK/t5-cpu.txt
 : >"$cpu_runs"
+rows=("4.13|$PROG|$CPU_N READY 0" "5.3|$PROG5|$CPU_N READY 0" "5.3, 4 domains|$DOMAINS5|$CPU_N READY 4")
+missing=()
 for ((r = 0; r < REPS; r++)); do
-	for conf in detached 1e-5 1e-4; do
-		if [ "$conf" = detached ]; then
-			res=$($AR -- "$PROG" "$CPU_N" "$WORK/t5-ready" 0 2>/dev/null)
-		else
-			res=$($AR --loader "$LOADER" --rate "$conf" --stop-until-attached \
-				--out /dev/null -- "$PROG" "$CPU_N" "$WORK/t5-ready" 0 2>/dev/null)
+	for row in "${rows[@]}"; do
+		IFS='|' read -r name prog args <<<"$row"
+		if [ ! -x "$prog" ]; then
+			((r == 0)) && missing+=("$name: $prog is not built")
+			continue
 		fi
-		cpu=$(awk '$1 == "target_cpu_s" {print $2}' <<<"$res")
-		n=$(awk '$1 == "memprof_ctl_samples" {print $2}' <<<"$res")
-		echo "$r $conf ${cpu:-nan} ${n:-0}" >>"$cpu_runs"
+		args=${args//READY/$WORK/t5-ready}
+		for conf in detached 1e-5 1e-4; do
+			# shellcheck disable=SC2086 # args are words
+			if [ "$conf" = detached ]; then
+				res=$($AR -- "$prog" $args 2>/dev/null)
+			else
+				res=$($AR --loader "$LOADER" --rate "$conf" --stop-until-attached \
+					--out /dev/null -- "$prog" $args 2>/dev/null)
+			fi
+			cpu=$(awk '$1 == "target_cpu_s" {print $2}' <<<"$res")
+			n=$(awk '$1 == "memprof_ctl_samples" {print $2}' <<<"$res")
+			echo "${name// /_} $r $conf ${cpu:-nan} ${n:-0}" >>"$cpu_runs"
+		done
 	done
 done
 
@@ -58,42 +75,53 @@ python3 - "$cpu_runs" "$ir_plain" "$ir_adapter" "$IR_N" "$CPU_N" <<'PY'
 import statistics, sys
 path, ir_plain, ir_adapter, ir_n, cpu_n = sys.argv[1:]
 runs = {}
+order = []
 for line in open(path):
-    r, conf, cpu, n = line.split()
-    runs.setdefault(int(r), {})[conf] = (float(cpu), int(n))
+    prog, r, conf, cpu, n = line.split()
+    if prog not in runs:
+        order.append(prog)
+    runs.setdefault(prog, {}).setdefault(int(r), {})[conf] = (float(cpu), int(n))
 def med(xs):
     xs = [x for x in xs if x == x]
     return (statistics.median(xs), min(xs), max(xs)) if xs else None
-print("| figure | value |")
-print("|---|---|")
 try:
     a, b = int(ir_plain), int(ir_adapter)
-    print(f"| detached, adapter linked in vs without it ({int(ir_n):,} iterations, callgrind Ir, every thread) | {b:,} vs {a:,} Ir: {100 * (b - a) / a:+.3f}% |")
+    print(f"Detached, adapter linked in vs without it (OCaml 4.13, {int(ir_n):,} iterations, callgrind Ir, every thread): {b:,} vs {a:,} Ir, {100 * (b - a) / a:+.3f}%.")
 except ValueError:
-    print("| detached Ir | not available: callgrind failed |")
-det = med([runs[r]["detached"][0] for r in runs if "detached" in runs[r]])
-if det:
-    print(f"| detached CPU, {int(cpu_n):,} iterations (median, range) | {det[0]:.3f} s ({det[1]:.3f}-{det[2]:.3f}) |")
-for rate in ("1e-5", "1e-4"):
-    ratios, per = [], []
-    samples = []
-    for r in runs:
-        if rate in runs[r] and "detached" in runs[r]:
-            c, n = runs[r][rate]
-            d = runs[r]["detached"][0]
-            ratios.append(c / d)
-            samples.append(n)
-            if n:
-                per.append((c - d) / n * 1e6)
-    m = med(ratios)
-    if m:
-        print(f"| attached at {rate} vs detached, CPU (median ratio, range) | {m[0]:.3f} ({m[1]:.3f}-{m[2]:.3f}), {statistics.median(samples):,.0f} samples |")
-    p = med(per)
-    if p:
-        print(f"| cost per traced sample at {rate} (extra CPU / samples) | {p[0]:.2f} us ({p[1]:.2f}-{p[2]:.2f}) |")
+    print("Detached Ir: not available (callgrind failed).")
+print()
+print(f"CPU time of the whole process for {int(cpu_n):,} iterations (median, range); ratios against detached in the same round.")
+print()
+print("| program | detached CPU s | attached 1e-5 / detached | samples | us per sample | attached 1e-4 / detached | samples | us per sample |")
+print("|---|---|---|---|---|---|---|---|")
+for prog in order:
+    rr = runs[prog]
+    det = med([rr[r]["detached"][0] for r in rr if "detached" in rr[r]])
+    cells = [prog.replace("_", " "), f"{det[0]:.3f} ({det[1]:.3f}-{det[2]:.3f})" if det else "-"]
+    for rate in ("1e-5", "1e-4"):
+        ratios, per, samples = [], [], []
+        for r in rr:
+            if rate in rr[r] and "detached" in rr[r]:
+                c, n = rr[r][rate]
+                d = rr[r]["detached"][0]
+                if c == c and d == d and d > 0:
+                    ratios.append(c / d)
+                    samples.append(n)
+                    if n:
+                        per.append((c - d) / n * 1e6)
+        m, p = med(ratios), med(per)
+        cells.append(f"{m[0]:.3f} ({m[1]:.3f}-{m[2]:.3f})" if m else "-")
+        cells.append(f"{statistics.median(samples):,.0f}" if samples else "-")
+        cells.append(f"{p[0]:.2f} ({p[1]:.2f}-{p[2]:.2f})" if p else "-")
+    print("| " + " | ".join(cells) + " |")
 PY
+for m in "${missing[@]}"; do
+	echo
+	echo "not available: $m"
+done
 echo
 echo "What this means: detached, the adapter costs its helper thread's wake-ups (one every 50 ms)"
 echo "and one load per minor collection; attached, each sample runs an OCaml callback, captures"
-echo "the OCaml call stack (Gc.Memprof) and hits a uprobe. Compare the per-sample cost with the"
-echo "rt and malloc hosts' in Table 2."
+echo "the OCaml call stack (Gc.Memprof) and hits a uprobe. With four domains on this 2-core"
+echo "machine, the domains wait for each other at every minor collection (stop the world), with"
+echo "or without the tracer. Compare the per-sample cost with the rt and malloc hosts' in Table 2."

@@ -140,6 +140,17 @@ void memprof_probe_flush(void)
 	pthread_mutex_unlock(&memprof_core.lock);
 }
 
+int memprof_probe_service(void)
+{
+	if (!SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
+		return 0;
+	probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS, memprof_probe_flush);
+	if (probe_queue_stale(probe_samples_queue.n, probe_samples_queue.first_ns,
+			      PROBE_EVENTS_MAX_AGE_NS))
+		memprof_probe_flush();
+	return 1;
+}
+
 void memprof_probe_gc(unsigned phase, uint64_t minor_heap_bytes, uint64_t major_heap_bytes)
 {
 	uint64_t p = phase;

@@ -21,14 +21,21 @@
  *         id            u64  nonzero, below 2^62, unique in the process,
  *                            never reused.
  *         size          u64  block size, in the sample's unit: words, header
- *                            excluded (runtime hosts), or requested bytes
- *                            (MEMPROF_PROBE_F_BYTES: the malloc host).
- *         n_samples     u64  >= 1: sample points in the block.
+ *                            excluded (runtime hosts: Gc.Memprof's size), or
+ *                            requested bytes (MEMPROF_PROBE_F_BYTES: the
+ *                            malloc host).
+ *         n_samples     u64  >= 1: sample points in the block's span, the
+ *                            units the sampler drew on: size + 1 words for a
+ *                            word block of source NORMAL or MARSHAL (its
+ *                            header included, as Gc.Memprof does), size for
+ *                            source CUSTOM (a custom block's out-of-heap
+ *                            words, no header) and for bytes.
  *         kind_source   u64  MEMPROF_PROBE_KIND(x) | MEMPROF_PROBE_SOURCE(x)
  *                            | MEMPROF_PROBE_F_* flags (unit, stack cut).
- *         stack_ptr     u64  user address of stack_len u64 return
- *                            addresses, innermost first.  Valid only while
- *                            the probe handler runs.
+ *         stack_ptr     u64  user address of stack_len u64 stack entries
+ *                            (return addresses, or OCaml debuginfos: see
+ *                            MEMPROF_PROBE_STACK_OCAML), innermost first.
+ *                            Valid only while the probe handler runs.
  *         stack_len     u64  <= MEMPROF_PROBE_MAX_STACK.  When the stack was
  *                            deeper, these are its innermost frames and
  *                            kind_source has MEMPROF_PROBE_F_STACK_CUT.
@@ -36,8 +43,11 @@
  *                            force for this sample, per unit (per word, or
  *                            per byte = rate per word / 8 with
  *                            MEMPROF_PROBE_F_BYTES).  The sample stands for
- *                            n_samples * inv_rate_q16 / 65536 units, and
- *                            for that divided by size objects.
+ *                            n_samples * inv_rate_q16 / 65536 units of its
+ *                            span (a block's header word included), and
+ *                            for that divided by the span objects: both
+ *                            unbiased for any block, as E[n_samples] =
+ *                            lambda * span (docs/design.md, "Estimates").
  *       The sample's time is the probe's (bpf_ktime_get_ns).
  *
  *   memprof:sample   (records_ptr, count)
@@ -106,6 +116,83 @@
 
 /* Longest call stack a sample probe hands over. */
 #define MEMPROF_PROBE_MAX_STACK 128
+
+/*
+ * A stack entry is a return address, or, with MEMPROF_PROBE_STACK_OCAML
+ * set, the user address of an OCaml debuginfo (the OCaml host, for frames
+ * compiled with -g): the runtime's own record of the frame's location
+ * (caml_debuginfo_extract of a Gc.Memprof callstack slot, the allocation's
+ * own for the innermost frame), with the chain of the frames inlined there.
+ * It is static data of the executable or shared object that holds the
+ * code, with file-relative offsets only, so a tracer decodes it from the
+ * mapped file, after the process has exited too; bits 56..62 say its
+ * layout, which depends on the compiler's version:
+ *   MEMPROF_PROBE_OCAML_DBG_V1  OCaml 4.11 to 5.1: two u32 words (line in
+ *                               the second's bits 12..31, bit 0 of the
+ *                               first: another debuginfo follows, inlined
+ *                               into it), then a name record at the first
+ *                               word's bits 2..25 (bytes from the debuginfo):
+ *                               i32 offset of the file name from the record,
+ *                               the defining function's name.
+ *   MEMPROF_PROBE_OCAML_DBG_V2  OCaml 5.2 and later: the same, but the
+ *                               second word's bit 31 set means a line in its
+ *                               bits 12..30 and a record of i32, u16, u16,
+ *                               i32 before the name; clear, the line is its
+ *                               bits 19..31.
+ * User addresses are below 2^56 (x86-64, 5-level paging included), so the
+ * two kinds never meet.  Tracers store entries as opaque u64s.
+ */
+#define MEMPROF_PROBE_STACK_OCAML (1ull << 63)
+#define MEMPROF_PROBE_STACK_FMT_SHIFT 56
+#define MEMPROF_PROBE_STACK_ADDR_MASK ((1ull << MEMPROF_PROBE_STACK_FMT_SHIFT) - 1)
+#define MEMPROF_PROBE_STACK_FMT(e) (((e) >> MEMPROF_PROBE_STACK_FMT_SHIFT) & 0x7fu)
+#define MEMPROF_PROBE_OCAML_DBG_V1 1u
+#define MEMPROF_PROBE_OCAML_DBG_V2 2u
+#define MEMPROF_PROBE_STACK_OCAML_DBG(fmt, addr)                                                   \
+	(MEMPROF_PROBE_STACK_OCAML | ((__u64)(fmt) << MEMPROF_PROBE_STACK_FMT_SHIFT) |             \
+	 ((__u64)(addr)&MEMPROF_PROBE_STACK_ADDR_MASK))
+/*
+ * The outermost entry of a stack may instead name the domain that
+ * allocated (the OCaml 5 host): MEMPROF_PROBE_STACK_DOMAIN(n), the tag bit
+ * and format MEMPROF_PROBE_STACK_FMT_DOMAIN, the domain's id n (its
+ * Domain.self ()) in the low bits.  It is not a frame: a tracer keeps it as
+ * part of the stack (two domains' samples at one site are two stacks) and
+ * shows it as a label.  At most one, always last; a full stack gives up
+ * its outermost frame for it (and says MEMPROF_PROBE_F_STACK_CUT).
+ */
+#define MEMPROF_PROBE_STACK_FMT_DOMAIN 0x7fu
+#define MEMPROF_PROBE_STACK_DOMAIN(n)                                                              \
+	(MEMPROF_PROBE_STACK_OCAML |                                                               \
+	 ((__u64)MEMPROF_PROBE_STACK_FMT_DOMAIN << MEMPROF_PROBE_STACK_FMT_SHIFT) |                \
+	 ((__u64)(n)&MEMPROF_PROBE_STACK_ADDR_MASK))
+#define MEMPROF_PROBE_STACK_IS_DOMAIN(e)                                                           \
+	(((e)&MEMPROF_PROBE_STACK_OCAML) &&                                                        \
+	 MEMPROF_PROBE_STACK_FMT(e) == MEMPROF_PROBE_STACK_FMT_DOMAIN)
+
+/*
+ * With the same tag, format MEMPROF_PROBE_PY_FRAME_V1 is a Python frame
+ * (the Python host, runtime-probes/hosts/python/): the user address of a
+ * frame record the host wrote, when it first met that (code object, line),
+ * into its frame table, a shared mapping of a memfd named
+ * MEMPROF_PROBE_PY_TABLE_NAME.  Records are written once, before any stack
+ * names them, and never change or move, so a tracer reads them from that
+ * file (held open: /proc/PID/map_files) after the code object died or the
+ * process exited.  A record, 8-byte aligned:
+ *   u32 line        the line being run (PyCode_Addr2Line), 0 if unknown
+ *   u32 first_line  the code object's co_firstlineno
+ *   u16 name_len    bytes of the qualified name (co_qualname), UTF-8
+ *   u16 file_len    bytes of the file name (co_filename), UTF-8
+ *   the name, a NUL, the file name, a NUL.
+ */
+#define MEMPROF_PROBE_PY_FRAME_V1 3u
+#define MEMPROF_PROBE_PY_TABLE_NAME "memprof-python-frames"
+#define MEMPROF_PROBE_PY_RECORD_HEADER 12u
+/*
+ * The OCaml host also exports this NUL-terminated string: the directory of
+ * the standard library it was built against (the sources of stdlib frames
+ * live there, when installed), "" if unknown.
+ */
+#define MEMPROF_PROBE_OCAML_STDLIB_SYMBOL "memprof_probe_ocaml_stdlib"
 
 /* A record of the batched memprof:sample: its u64 words. */
 #define MEMPROF_PROBE_REC_ID 0

@@ -25,6 +25,14 @@ void memprof_probe_gc(unsigned phase, uint64_t minor_heap_bytes, uint64_t major_
  * than 10 ms at a poll; a host calls it before it exits.
  */
 void memprof_probe_flush(void);
+/*
+ * What a poll does for the tracer, from a thread that need not allocate:
+ * serve a flush a tracer asked for, and hand over samples and events that
+ * waited longer than 10 ms.  1 while a tracer is attached, else 0.  For a
+ * host's idle flusher (the malloc host's flusher.c): queues otherwise wait
+ * for the next poll, which a program that stopped allocating never makes.
+ */
+int memprof_probe_service(void);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,7 @@
 /* memprof-bpf's error cases: one line on stderr and the documented code. */
 #include <criterion/criterion.h>
+#include <elf.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -129,4 +131,74 @@ Test(attach_errors, truncated_elf_in_the_maps, .init = setup)
 	kill(t, SIGTERM);
 	wait_exit(t);
 	expect_one_line("truncated ELF");
+}
+
+/*
+ * A copy of the trigger whose .note.stapsdt is spoiled by `spoil` (given
+ * the section's bytes and size), mapped by the trigger: exit 2, one line
+ * holding `why`.  Before, a note past the section's end hid the probes
+ * (the loader injected the malloc host), and unreadable arguments ended in
+ * libbpf's attach error (exit 4).
+ */
+static void corrupt_note(void (*spoil)(unsigned char *note, size_t size), const char *why)
+{
+	char copy[256], out[256], pid[16];
+	int fd;
+	struct stat st;
+	pid_t t;
+
+	snprintf(copy, sizeof(copy), "%s/note-trigger", dir);
+	snprintf(out, sizeof(out), "%s/trigger.out", dir);
+	unsigned char *elf = (unsigned char *)read_file(TRIGGER_BIN);
+	cr_assert_not_null(elf);
+	cr_assert_eq(stat(TRIGGER_BIN, &st), 0);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)elf;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(elf + eh->e_shoff);
+	const char *names = (const char *)elf + sh[eh->e_shstrndx].sh_offset;
+	int found = 0;
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (!strcmp(names + sh[i].sh_name, ".note.stapsdt")) {
+			spoil(elf + sh[i].sh_offset, sh[i].sh_size);
+			found = 1;
+		}
+	cr_assert(found, "the trigger has no .note.stapsdt");
+	fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	cr_assert_eq(write(fd, elf, (size_t)st.st_size), st.st_size);
+	close(fd);
+	free(elf);
+	const char *targs[] = {"--seconds", "30", "--map", copy, NULL};
+	t = trigger_start(dir, out, targs);
+	cr_assert_gt(t, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)t);
+	const char *args[] = {"attach", pid, "-d", "1", NULL};
+	cr_expect_eq(loader_run(err, args), EXIT_TARGET);
+	kill(t, SIGTERM);
+	wait_exit(t);
+	expect_one_line(why);
+}
+
+/* The first note claims more bytes than the section holds. */
+static void note_too_long(unsigned char *note, size_t size)
+{
+	uint32_t descsz = (uint32_t)size * 4;
+
+	memcpy(note + 4, &descsz, sizeof(descsz));
+}
+
+/* The first argument of each memprof probe is not one a tracer can read. */
+static void unreadable_args(unsigned char *note, size_t size)
+{
+	for (size_t i = 0; i + 1 < size; i++)
+		if (note[i] == '@' && note[i + 1] == '%')
+			note[i + 1] = '@';
+}
+
+Test(attach_errors, a_stapsdt_note_past_its_section, .init = setup)
+{
+	corrupt_note(note_too_long, "runs past the section's end");
+}
+
+Test(attach_errors, unreadable_probe_arguments, .init = setup)
+{
+	corrupt_note(unreadable_args, "cannot be read");
 }

@@ -105,8 +105,8 @@ Test(robust, vfork_children_count_for_the_parent, .init = setup)
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	snprintf(views, sizeof(views), "%s/views", dir);
-	const char *largs[] = {"attach",       pid,   "--rate", "0.01", "--all-views", views,
-			       "--ready-file", ready, NULL};
+	const char *largs[] = {"attach",      pid,   "-v",	     "--rate", "0.01",
+			       "--all-views", views, "--ready-file", ready,    NULL};
 	cr_assert_eq(loader_run(err, largs), EXIT_OK);
 	cr_assert_eq(wait_exit(t), 0);
 	cr_assert_eq(site_table_read_lines(tout, &trig), 0);
@@ -187,7 +187,7 @@ static void expect_fallback(void)
 	cr_assert(at, "no fallback file named: %s", text ? text : "");
 	cr_assert_eq(sscanf(at, "the profile is in %255s", path), 1);
 	cr_expect_gt(file_lines(path), 0, "fallback %s is empty", path);
-	cr_expect_geq(loader_stat(err, "samples"), 1, "no stats line");
+	cr_expect_geq(loader_stat(err, "samples"), 1, "no stats line (-v)");
 	unlink(path);
 	free(text);
 }
@@ -196,7 +196,7 @@ Test(robust, unwritable_stdout_keeps_the_profile, .init = setup)
 {
 	char pid[16];
 	pid_t t = trigger_running(pid, sizeof(pid), NULL, NULL);
-	const char *args[] = {"attach", pid, "-d", "0.5", "--rate", "0.01", NULL};
+	const char *args[] = {"attach", pid, "-v", "-d", "0.5", "--rate", "0.01", NULL};
 
 	cr_expect_eq(loader_run_out("/dev/full", err, args), EXIT_FAILED);
 	expect_text(err, "No space left on device");
@@ -219,8 +219,8 @@ Test(robust, sigpipe_on_stdout_is_an_output_error, .init = setup)
 		dup2(e, STDERR_FILENO);
 		close(p[0]);
 		/* The reader is gone (as with `| head -1` once it is done). */
-		execl(loader_bin(), loader_bin(), "attach", pid, "-d", "0.5", "--rate", "0.01",
-		      (char *)NULL);
+		execl(loader_bin(), loader_bin(), "attach", pid, "-v", "-d", "0.5", "--rate",
+		      "0.01", (char *)NULL);
 		_exit(127);
 	}
 	close(p[0]);
@@ -342,8 +342,8 @@ Test(robust, orphans_of_a_full_block_map_are_blamed_on_it, .init = setup)
 	cr_assert_gt(t, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	snprintf(out, sizeof(out), "%s/out.folded", dir);
-	const char *args[] = {"attach", pid,  "--rate", "0.01", "--max-blocks",
-			      "64",	"-o", out,	NULL};
+	const char *args[] = {"attach",	      pid,  "-v", "--rate", "0.01",
+			      "--max-blocks", "64", "-o", out,	    NULL};
 	cr_expect_eq(loader_run(err, args), EXIT_OK);
 	wait_exit(t);
 	cr_expect_gt(loader_stat(err, "orphans_map_full"), 0);

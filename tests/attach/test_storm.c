@@ -126,7 +126,7 @@ Test(standing, attach_detach_storm_on_a_multithreaded_target, .init = setup, .ti
 	cr_assert_gt(t, 0);
 	cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
-	const char *args[] = {"attach", pid, "-d", "0.1", "--rate", "1e-3", "-o", out, NULL};
+	const char *args[] = {"attach", pid, "-v", "-d", "0.1", "--rate", "1e-3", "-o", out, NULL};
 	for (int c = 0; c < STORM_CYCLES; c++) {
 		int rc = loader_run(err, args);
 
@@ -181,7 +181,7 @@ Test(standing, a_killed_loader_stops_sampling_and_another_attaches, .init = setu
 	/* The kernel drops the killed loader's uprobes: the target stops. */
 	cr_expect_eq(wait_target_control(t, control_sampling_off), 0,
 		     "sampling went on after the loader was killed");
-	const char *again[] = {"attach", pid, "-d", "0.5", "--rate", "0.01", NULL};
+	const char *again[] = {"attach", pid, "-v", "-d", "0.5", "--rate", "0.01", NULL};
 	cr_expect_eq(loader_run(err, again), EXIT_OK);
 	cr_expect_gt(loader_stat(err, "samples"), 0, "a new loader saw no sample");
 	cr_expect_eq(loader_stat(err, "orphan_ids"), 0);

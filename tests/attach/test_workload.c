@@ -94,8 +94,8 @@ Test(attach_workload, views_follow_the_sites_and_sampling_stops_on_detach)
 			     WORKLOAD_BIN);
 	}
 	snprintf(pid, sizeof(pid), "%d", (int)w);
-	const char *largs[] = {"attach", pid,		"-d",  TRACE_SECONDS, "--rate",
-			       RATE_ARG, "--all-views", views, NULL};
+	const char *largs[] = {"attach", pid,	   "-v",	  "-d",	 TRACE_SECONDS,
+			       "--rate", RATE_ARG, "--all-views", views, NULL};
 	cr_assert_eq(loader_run(err, largs), 0, "loader failed");
 	/* The workload's next safe point turns sampling off. */
 	cr_assert_eq(wait_target_control(w, control_sampling_off), 0, "sampling never went off");
@@ -188,8 +188,8 @@ Test(attach_workload, an_in_process_profile_is_noted)
 	cr_assert_gt(w, 0);
 	cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0, "%s did not start", WORKLOAD_BIN);
 	snprintf(pid, sizeof(pid), "%d", (int)w);
-	const char *largs[] = {"attach", pid,  "-d",	    "1", "--rate",
-			       RATE_ARG, "-o", "/dev/null", NULL};
+	const char *largs[] = {"attach", pid,	   "-v", "-d",	      "1",
+			       "--rate", RATE_ARG, "-o", "/dev/null", NULL};
 	cr_expect_eq(loader_run(err, largs), 0);
 	kill(w, SIGTERM);
 	cr_expect_eq(wait_exit(w), 0);

@@ -1,6 +1,7 @@
 /*
- * make install DESTDIR=tmp: the tree has the loader, the preload, the core
- * with its headers and memprof.pc, the man page and the findlib package;
+ * make install DESTDIR=tmp: the tree has the loader, the preload, the Python host, the core
+ * with its headers and memprof.pc, the man page, and the findlib package
+ * where ocamlfind installs and looks (its printconf destdir);
  * the installed loader attaches; a small C program builds against the core
  * with pkg-config; make uninstall removes every file again.
  */
@@ -20,18 +21,15 @@
 Test(cli_install, destdir_tree_works)
 {
 	static const char *const files[] = {
-	    "bin/memprof-bpf",
-	    "lib/libmemprof-preload.so",
-	    "lib/libmemprof.a",
-	    "lib/libmemprof.so",
-	    "include/memprof.h",
-	    "include/memprof_host.h",
-	    "include/memprof_probe_abi.h",
-	    "lib/pkgconfig/memprof.pc",
-	    "share/man/man1/memprof-bpf.1",
-	    "lib/ocaml/memprof_probe/META",
-	    "lib/ocaml/memprof_probe/memprof_probe.cmxa",
+	    "bin/memprof-bpf",		"lib/libmemprof-preload.so",
+	    "lib/libmemprof-python.so", "lib/libmemprof.a",
+	    "lib/libmemprof.so",	"include/memprof.h",
+	    "include/memprof_host.h",	"include/memprof_probe_abi.h",
+	    "lib/pkgconfig/memprof.pc", "share/man/man1/memprof-bpf.1",
 	};
+	/* The findlib package: where findlib installs and looks. */
+	static const char *const ocaml_files[] = {"META", "memprof_probe.cmxa", "memprof_probe.cmi",
+						  "libmemprof_probe_stubs.a"};
 	char dir[128], root[160], cmd[4096], path[512], pid[16], out[256], err[256], fo[256];
 	pid_t t;
 
@@ -43,6 +41,17 @@ Test(cli_install, destdir_tree_works)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/opt/mp/%s", root, files[i]);
 		cr_expect_eq(access(path, R_OK), 0, "%s not installed", files[i]);
+	}
+	char destdir[256] = "";
+	FILE *p = popen("ocamlfind printconf destdir", "r");
+
+	cr_assert(p && fgets(destdir, sizeof(destdir), p), "ocamlfind printconf destdir");
+	pclose(p);
+	destdir[strcspn(destdir, "\n")] = 0;
+	for (size_t i = 0; i < sizeof(ocaml_files) / sizeof(ocaml_files[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s/memprof_probe/%s", root, destdir,
+			 ocaml_files[i]);
+		cr_expect_eq(access(path, R_OK), 0, "%s not installed", path);
 	}
 	snprintf(path, sizeof(path), "%s/opt/mp/lib/pkgconfig/memprof.pc", root);
 	cr_expect(file_contains(path, "prefix=/opt/mp"));

@@ -69,14 +69,14 @@ Test(cli_multi, two_pids_one_profile)
 	cr_assert(a > 0 && b > 0);
 	snprintf(p1, sizeof(p1), "%d", (int)a);
 	snprintf(p2, sizeof(p2), "%d", (int)b);
-	const char *args[] = {"attach", p1,   p2,     "-d", "1.5", "--rate",
-			      "0.01",	"-o", folded, "-o", pb,	   NULL};
+	const char *args[] = {"attach", p1,   p2,     "-v", "-d", "1.5", "--rate",
+			      "0.01",	"-o", folded, "-o", pb,	  NULL};
 	cr_expect_eq(cli_run(out, err, args), EXIT_OK);
 	kill(a, SIGTERM);
 	kill(b, SIGTERM);
 	wait_exit(a);
 	wait_exit(b);
-	/* One stats line per process. */
+	/* One stats line per process (-v). */
 	snprintf(root, sizeof(root), "stats: pid %d ", (int)a);
 	cr_expect(file_contains(err, root));
 	snprintf(root, sizeof(root), "stats: pid %d ", (int)b);

@@ -1,7 +1,8 @@
 /*
  * Bounded fuzzing runs (libFuzzer, ASan+UBSan) of the loader's parsers,
  * from the checked-in seed corpus in tests/fuzz/corpus/: the ELF/stapsdt
- * reader and the /proc/PID/maps parser.  A crash, a leak or a sanitizer
+ * reader, the /proc/PID/maps parser, and diff's readers (folded and pprof,
+ * gzipped or not) with its writers.  A crash, a leak or a sanitizer
  * report fails the test and leaves the input in the test's directory.
  */
 #include <criterion/criterion.h>
@@ -44,4 +45,10 @@ Test(fuzz, elf_and_stapsdt_reader, .timeout = 60)
 Test(fuzz, proc_maps_parser, .timeout = 60)
 {
 	cr_expect_eq(fuzz("build/tests/fuzz/progs/fuzz-maps", "tests/fuzz/corpus/maps"), 0);
+}
+
+/* Its seeds include one input per fixed fault (corpus/diff/regression-*). */
+Test(fuzz, diff_inputs, .timeout = 60)
+{
+	cr_expect_eq(fuzz("build/tests/fuzz/progs/fuzz-diff", "tests/fuzz/corpus/diff"), 0);
 }

@@ -1,5 +1,6 @@
 /* tests/inject helpers: see inject_util.h. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,23 +15,13 @@
 #include "inject_util.h"
 #include "testlib.h"
 
+/* A program or loader the test starts (testlib.h's test_spawn). */
 static pid_t spawn(const char *const argv[], const char *const env[], const char *out,
 		   const char *err)
 {
-	pid_t pid = fork();
+	pid_t pid = test_spawn(argv, env, out, err);
 
 	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-			_exit(126);
-		unsetenv("LD_PRELOAD");
-		for (size_t i = 0; env && env[i]; i++)
-			putenv((char *)env[i]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
 	return pid;
 }
 
@@ -254,4 +245,131 @@ void check_site_shares(const char *program_out, const char *folded, double min_s
 			  t.name[i], t.samples[i], total_n * p, binomial_bound(total_n, p),
 			  TEST_SIGMAS, p);
 	}
+}
+
+/* Whether some thread of pid has a tracer. */
+int inject_traced(pid_t pid)
+{
+	char path[64], line[256];
+	struct dirent *de;
+	int found = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		char status[400];
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(status, sizeof(status), "%s/%s/status", path, de->d_name);
+		f = fopen(status, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "TracerPid:", 10)) {
+				found = strtol(line + 10, NULL, 10) != 0;
+				break;
+			}
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+int wait_traced(pid_t pid, double timeout_s)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!inject_traced(pid)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 >
+		    timeout_s)
+			return -1;
+	}
+	return 0;
+}
+
+char *maps_snapshot(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	return slurp(path);
+}
+
+/* The permissions of the region starting at start in a maps text, or NULL. */
+static const char *perms_at(const char *maps, unsigned long start)
+{
+	for (const char *line = maps; line && *line; line = strchr(line, '\n'), line += !!line) {
+		unsigned long lo;
+		int used;
+
+		if (sscanf(line, "%lx-%*x %n", &lo, &used) >= 1 && lo == start)
+			return line + used;
+	}
+	return NULL;
+}
+
+int maps_gained_write(const char *before, const char *after, char *what, size_t len)
+{
+	int n = 0;
+
+	for (const char *line = after; line && *line; line = strchr(line, '\n'), line += !!line) {
+		unsigned long lo;
+		char perms[8];
+		const char *was;
+
+		if (sscanf(line, "%lx-%*x %7s", &lo, perms) != 2 || perms[1] != 'w')
+			continue;
+		was = perms_at(before, lo);
+		if (was && was[1] == '-' && !strstr(line, "/memfd:")) {
+			if (!n++) {
+				const char *end = strchr(line, '\n');
+				snprintf(what, len, "%.*s",
+					 (int)(end ? end - line : (long)strlen(line)), line);
+			}
+		}
+	}
+	return n;
+}
+
+void session_expect_finish(struct session *s, const char *holds)
+{
+	int status = session_wait(s->prog);
+	char *out;
+
+	s->prog = 0;
+	out = slurp(s->out);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "program status %#x: %s", status,
+		  out);
+	cr_expect_not_null(strstr(out, holds), "no '%s' in the program's output: %s", holds, out);
+	free(out);
+}
+
+char *session_inject_briefly(struct session *s)
+{
+	const char *extra[] = {"-d", "0.3", "-o", "/dev/null", NULL};
+	pid_t loader;
+	int status;
+	char *text = slurp(session_loader(s, extra, 0, &loader, &status));
+
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_OK, "loader status %#x: %s",
+		  status, text);
+	cr_expect_not_null(strstr(text, "had no memprof probes: loaded "), "not injected: %s",
+			   text);
+	return text;
+}
+
+void fifo_put(const char *fifo, const char *bytes)
+{
+	int fd = open(fifo, O_WRONLY);
+
+	cr_assert_geq(fd, 0, "%s: %s", fifo, strerror(errno));
+	cr_assert_eq(write(fd, bytes, strlen(bytes)), (ssize_t)strlen(bytes));
+	close(fd);
 }

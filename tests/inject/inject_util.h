@@ -45,6 +45,14 @@ void session_go(struct session *s);
 int session_wait(pid_t pid);
 void session_end(struct session *s);
 
+/* Wait for the program to end: exit 0, its output holding `holds`. */
+void session_expect_finish(struct session *s, const char *holds);
+/* Attach for 0.3 s (-o /dev/null), expecting an injection and exit 0: the
+ * loader's log (malloc'ed). */
+char *session_inject_briefly(struct session *s);
+/* Write bytes into a FIFO the program reads. */
+void fifo_put(const char *fifo, const char *bytes);
+
 /* Program output of a run without any tracer (the go file made first). */
 char *plain_output(const char *const argv[], const char *const env[]);
 
@@ -52,6 +60,19 @@ char *plain_output(const char *const argv[], const char *const env[]);
 char *slurp(const char *path);
 /* How many times needle occurs in the target's /proc/PID/maps. */
 int maps_count(pid_t pid, const char *needle);
+/* /proc/PID/maps now (malloc'ed). */
+char *maps_snapshot(pid_t pid);
+/*
+ * Regions of `after` (maps texts) that were mapped without write permission
+ * in `before` and are writable now (the GOT's RELRO pages left open):
+ * their count, the first one's line in what.
+ */
+int maps_gained_write(const char *before, const char *after, char *what, size_t len);
+/* Whether some thread of pid has a tracer (TracerPid). */
+int inject_traced(pid_t pid);
+/* Wait (spinning: a tracer may hold a thread for only a moment) until
+ * inject_traced(pid): 0, or -1 after timeout_s. */
+int wait_traced(pid_t pid, double timeout_s);
 
 /*
  * The program printed "site NAME words W" lines; the folded file weighs

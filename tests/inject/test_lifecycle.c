@@ -28,12 +28,13 @@ struct outcome {
 };
 
 /* Run inject-sites with args, inject and attach at rate, until it exits. */
-static struct outcome run_sites(struct session *s, const char *const argv[], const char *rate)
+static struct outcome run_sites(struct session *s, const char *const argv[],
+				const char *const env[], const char *rate)
 {
 	pid_t loader;
 	int lstatus;
 
-	session_start(s, argv, NULL);
+	session_start(s, argv, env);
 	const char *extra[] = {"--rate", rate, "--all-views", s->views, NULL};
 	const char *log = session_loader(s, extra, 1, &loader, &lstatus);
 	session_go(s);
@@ -65,7 +66,7 @@ Test(inject, blocks_from_before_the_injection)
 	struct session s;
 
 	session_init(&s);
-	struct outcome o = run_sites(&s, argv, "0.05");
+	struct outcome o = run_sites(&s, argv, NULL, "0.05");
 	cr_expect_not_null(strstr(o.out, "pre_blocks=ok\n"), "%s", o.out);
 	cr_expect_str_eq(o.out, plain);
 	outcome_free(&o);
@@ -115,7 +116,7 @@ Test(inject, fork_after_the_injection)
 	struct session s;
 
 	session_init(&s);
-	struct outcome o = run_sites(&s, argv, INJECT_RATE);
+	struct outcome o = run_sites(&s, argv, NULL, INJECT_RATE);
 	cr_expect_not_null(strstr(o.out, "child=0\n"), "%s", o.out);
 	cr_expect_str_eq(o.out, plain);
 	outcome_free(&o);
@@ -123,24 +124,50 @@ Test(inject, fork_after_the_injection)
 	session_end(&s);
 }
 
-Test(inject, dlopen_after_the_injection)
+/*
+ * A library loaded after the injection allocates at its own site: the
+ * program's output is unchanged, and that site's share is right (its calls
+ * to malloc were redirected too).
+ */
+static void check_late_library(const char *const argv[], const char *const env[], const char *site)
 {
-	const char *argv[] = {INJECT_PROGS "/sites",	  "@GO", "20000", "--dlopen",
-			      INJECT_PROGS "/libsite.so", NULL};
-	char *plain = plain_output(argv, NULL);
+	char *plain = plain_output(argv, env);
 	struct session s;
-	char alloc[128];
+	char alloc[128], line[64];
 
 	session_init(&s);
-	struct outcome o = run_sites(&s, argv, INJECT_RATE);
+	struct outcome o = run_sites(&s, argv, env, INJECT_RATE);
 	cr_expect_str_eq(o.out, plain);
-	cr_expect_not_null(strstr(o.out, "site site_in_library words "), "%s", o.out);
-	/* site_in_library's share: its malloc calls were redirected too. */
+	snprintf(line, sizeof(line), "site %s words ", site);
+	cr_expect_not_null(strstr(o.out, line), "%s", o.out);
 	snprintf(alloc, sizeof(alloc), "%s/alloc.folded", s.views);
 	check_site_shares(s.out, alloc, 10000);
 	outcome_free(&o);
 	free(plain);
 	session_end(&s);
+}
+
+/* The program dlopens a library (the host redirects from its dlopen). */
+Test(inject, dlopen_after_the_injection)
+{
+	const char *argv[] = {INJECT_PROGS "/sites",	  "@GO", "20000", "--dlopen",
+			      INJECT_PROGS "/libsite.so", NULL};
+
+	check_late_library(argv, NULL, "site_in_library");
+}
+
+/*
+ * An object the C library loads by itself (an NSS module, looked for on
+ * LD_LIBRARY_PATH): no dlopen of the program's runs, yet the host finds it
+ * (the loader's count of objects added, read by every slow path and by the
+ * idle flusher).
+ */
+Test(inject, an_object_the_c_library_loads_itself)
+{
+	const char *argv[] = {INJECT_PROGS "/sites", "@GO", "20000", "--nss", "memproftest", NULL};
+	const char *env[] = {"LD_LIBRARY_PATH=" INJECT_PROGS, NULL};
+
+	check_late_library(argv, env, "site_in_nss");
 }
 
 /*

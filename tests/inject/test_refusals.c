@@ -1,6 +1,7 @@
 /*
  * What memprof-bpf must not inject into, and says so in one line: a static
- * program (exit 2), a seccomp-filtered one (exit 3), any program with
+ * program (exit 2), a Go one (exit 2), one whose main thread has exited (exit 2), a
+ * seccomp-filtered one (exit 3), any program with
  * --no-inject (exit 2), a stopped one (exit 2).  A process that already has
  * the probes (started under LD_PRELOAD) is attached to without injection.
  * The targets carry on unharmed.
@@ -10,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "inject_util.h"
+#include "testlib.h"
 
 #define LIB "libmemprof-preload.so"
 
@@ -43,6 +46,42 @@ static void expect_refusal(struct session *s, const char *const extra[], int cod
 	free(text);
 }
 
+/*
+ * Every thread is inside code a dlopen must not interrupt (one blocked in
+ * malloc_stats, the main one in pthread_join): no injection, exit 2 after
+ * the safe-point search, the process as it was, and a line that says to
+ * start it with LD_PRELOAD= the library instead.
+ */
+Test(inject, finds_no_safe_moment_in_a_process_inside_its_allocator, .timeout = 120)
+{
+	const char *argv[] = {INJECT_PROGS "/in_allocator", "@READY", NULL};
+	struct session s;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	char *ready = slurp(s.ready);
+	pid_t tid = (pid_t)strtol(ready, NULL, 10);
+	free(ready);
+	cr_assert_eq(wait_in_syscall(tid, SYS_write, TEST_EVENT_TIMEOUT_S), 0,
+		     "the thread never blocked in malloc_stats' write");
+	/* Says what to do instead: start it with the library preloaded. */
+	expect_refusal(&s, NULL, EXIT_TARGET,
+		       "; not injecting: start the program with LD_PRELOAD=/");
+	session_end(&s);
+}
+
+/* Its main thread exited, another runs on: said as it is, not "no process". */
+Test(inject, refuses_a_process_whose_main_thread_exited)
+{
+	const char *argv[] = {INJECT_PROGS "/leader_exits", "@READY", NULL};
+	struct session s;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	expect_refusal(&s, NULL, EXIT_TARGET, "main thread has exited");
+	session_end(&s);
+}
+
 Test(inject, refuses_a_static_program)
 {
 	const char *argv[] = {INJECT_PROGS "/static_wait", "@READY", NULL};
@@ -51,6 +90,17 @@ Test(inject, refuses_a_static_program)
 	session_init(&s);
 	session_start(&s, argv, NULL);
 	expect_refusal(&s, NULL, EXIT_TARGET, "statically linked");
+	session_end(&s);
+}
+
+Test(inject, refuses_a_go_program)
+{
+	const char *argv[] = {INJECT_PROGS "/go_like", "@READY", NULL};
+	struct session s;
+
+	session_init(&s);
+	session_start(&s, argv, NULL);
+	expect_refusal(&s, NULL, EXIT_TARGET, "is a Go program");
 	session_end(&s);
 }
 

@@ -5,7 +5,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -163,4 +166,24 @@ int file_value(const char *path, const char *key, double *out)
 
 	free(text);
 	return rc;
+}
+
+pid_t test_spawn(const char *const argv[], const char *const env[], const char *out,
+		 const char *err)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid != 0)
+		return pid;
+	int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent || o < 0 || e < 0 ||
+	    dup2(o, 1) < 0 || dup2(e, 2) < 0)
+		_exit(126);
+	unsetenv("LD_PRELOAD");
+	for (size_t i = 0; env && env[i]; i++)
+		putenv((char *)env[i]);
+	execv(argv[0], (char *const *)argv);
+	_exit(127);
 }

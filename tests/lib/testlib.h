@@ -58,4 +58,14 @@ int wait_in_syscall(pid_t tid, long nr, double timeout_s);
 /* Wait until path exists and is not empty: 0, or -1 after timeout_s. */
 int wait_nonempty_file(const char *path, double timeout_s);
 
+/*
+ * Start argv[0] (a path) with argv, without LD_PRELOAD, env's "NAME=value"
+ * entries added (env may be NULL), stdout and stderr to files (NULL:
+ * /dev/null): its pid, or -1.  It gets SIGTERM when the test ends early (a
+ * failed assertion, Criterion's timeout), so that no loader stays attached
+ * and no program runs on after its test.
+ */
+pid_t test_spawn(const char *const argv[], const char *const env[], const char *out,
+		 const char *err);
+
 #endif

@@ -77,20 +77,15 @@ int lt_run(const char *mode, const char *dir, const char *rate, const char *cons
 	return lt_run_multi(modes, 1, dir, rate, extra, NULL);
 }
 
-int lt_run_multi(const char *const modes[], int n_progs, const char *dir, const char *rate,
-		 const char *const extra[], int *pids)
+int lt_start_progs(const char *const modes[], int n_progs, const char *dir, pid_t *p)
 {
 	static char env[600];
-	char cwd[400], ready[LT_MAX_PROGS][256], out[256], err[256], pidbuf[LT_MAX_PROGS][16],
-	    *argv[48];
+	char cwd[400], ready[LT_MAX_PROGS][256], out[256], *argv[4];
 	const struct timespec pause = {0, 10000000};
-	int n = 0, code, pcode = 0;
-	pid_t p[LT_MAX_PROGS], l;
 
 	if (!getcwd(cwd, sizeof(cwd)) || n_progs < 1 || n_progs > LT_MAX_PROGS)
 		return -1;
 	snprintf(env, sizeof(env), "LD_PRELOAD=%s/%s", cwd, PRELOAD_SO);
-	snprintf(err, sizeof(err), "%s/loader.err", dir);
 	for (int k = 0; k < n_progs; k++) {
 		/* The first program's files keep their names: ready, prog.out. */
 		snprintf(ready[k], sizeof(ready[k]), k ? "%s/ready%d" : "%s/ready", dir, k);
@@ -105,8 +100,6 @@ int lt_run_multi(const char *const modes[], int n_progs, const char *dir, const 
 				kill(p[k], SIGKILL), wait_code(p[k]);
 			return -1;
 		}
-		if (pids)
-			pids[k] = (int)p[k];
 	}
 	for (int k = 0; k < n_progs; k++)
 		for (int i = 0; i < 1000; i++) {
@@ -118,25 +111,66 @@ int lt_run_multi(const char *const modes[], int n_progs, const char *dir, const 
 				break;
 			nanosleep(&pause, NULL);
 		}
+	return 0;
+}
+
+pid_t lt_start_loader(const pid_t *p, int n_progs, const char *dir, const char *rate,
+		      const char *const extra[])
+{
+	char err[256], go[256], link[256], pidbuf[LT_MAX_PROGS][16], *argv[48];
+	int n = 0;
+
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	/*
+	 * The programs start their work once the loader is ready
+	 * (wait_tracer.h): its --ready-file is the first program's READY.go,
+	 * and every other program's READY.go names it.
+	 */
+	snprintf(go, sizeof(go), "%s/ready.go", dir);
+	for (int k = 1; k < n_progs && k < LT_MAX_PROGS; k++) {
+		snprintf(link, sizeof(link), "%s/ready%d.go", dir, k);
+		if (symlink("ready.go", link) && errno != EEXIST)
+			return -1;
+	}
 	argv[n++] = LOADER_BIN;
 	argv[n++] = "attach";
-	for (int k = 0; k < n_progs; k++) {
+	for (int k = 0; k < n_progs && k < LT_MAX_PROGS; k++) {
 		snprintf(pidbuf[k], sizeof(pidbuf[k]), "%d", (int)p[k]);
 		argv[n++] = pidbuf[k];
 	}
 	argv[n++] = "--rate";
 	argv[n++] = (char *)rate;
+	argv[n++] = "--ready-file";
+	argv[n++] = go;
 	for (int i = 0; extra && extra[i] && n < 46; i++)
 		argv[n++] = (char *)extra[i];
 	argv[n] = NULL;
-	l = start(argv, NULL, NULL, err);
-	code = wait_code(l);
+	return start(argv, NULL, NULL, err);
+}
+
+int lt_finish(pid_t loader, const pid_t *p, int n_progs)
+{
+	int code = wait_code(loader), pcode = 0;
+
 	for (int k = 0; k < n_progs; k++) {
 		if (code != 0)
 			kill(p[k], SIGKILL);
 		pcode |= wait_code(p[k]);
 	}
 	return pcode == 0 ? code : -1;
+}
+
+int lt_run_multi(const char *const modes[], int n_progs, const char *dir, const char *rate,
+		 const char *const extra[], int *pids)
+{
+	pid_t p[LT_MAX_PROGS], l;
+
+	if (lt_start_progs(modes, n_progs, dir, p))
+		return -1;
+	for (int k = 0; pids && k < n_progs; k++)
+		pids[k] = (int)p[k];
+	l = lt_start_loader(p, n_progs, dir, rate, extra);
+	return lt_finish(l, p, n_progs);
 }
 
 char *lt_first_line(const char *path)

@@ -4,6 +4,7 @@
 #define LIFETIMES_UTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "testlib.h"
 
@@ -33,6 +34,19 @@ int lt_run(const char *mode, const char *dir, const char *rate, const char *cons
 #define LT_MAX_PROGS 4
 int lt_run_multi(const char *const modes[], int n_progs, const char *dir, const char *rate,
 		 const char *const extra[], int *pids);
+
+/*
+ * The same in steps, for a test that acts while the loader runs: start the
+ * programs (as lt_run_multi; pids into p) and wait until each wrote its
+ * ready file: 0, or -1.  Then start the loader on them (its pid, or -1;
+ * its --ready-file is dir/ready.go, which the programs wait for),
+ * and at last wait for the loader and the programs: the loader's exit code,
+ * or -1 if a program did not exit 0 (they are killed if the loader failed).
+ */
+int lt_start_progs(const char *const modes[], int n_progs, const char *dir, pid_t *p);
+pid_t lt_start_loader(const pid_t *p, int n_progs, const char *dir, const char *rate,
+		      const char *const extra[]);
+int lt_finish(pid_t loader, const pid_t *p, int n_progs);
 
 /* The first line of a file, malloc'ed (no newline); NULL if unreadable. */
 char *lt_first_line(const char *path);

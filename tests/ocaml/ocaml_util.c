@@ -23,20 +23,9 @@ void ocaml_tmpdir(char *out, size_t len)
 
 pid_t ocaml_spawn(const char *const argv[], const char *out, const char *err)
 {
-	pid_t pid = fork();
+	pid_t pid = test_spawn(argv, NULL, out, err);
 
 	cr_assert_geq(pid, 0, "fork");
-	if (pid == 0) {
-		int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		if (o < 0 || e < 0)
-			_exit(126);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
 	return pid;
 }
 

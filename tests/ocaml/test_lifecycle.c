@@ -272,6 +272,8 @@ Test(ocaml_lifecycle, blocks_traced_before_a_takeover, .timeout = 60)
 	cr_assert_gt(folded_frame_sum(alloc, "Handover.before"), 0, "nothing traced before");
 	cr_expect_gt(folded_frame_sum(alloc, "Handover.after"), 0, "nothing traced after");
 	before = folded_frame_sum(live, "Handover.before");
+	/* Both compilers: the loader says the program's profile took over. */
+	cr_expect(file_has(err, "own profile took sampling over"), "no takeover note");
 #if OCAML_UNDER_TEST >= 5
 	cr_expect_eq(before, 0, "dead blocks of Handover.before still live: %.0f bytes", before);
 	cr_expect(!file_has(err, "stopped following blocks"), "the host says it forgot blocks");

@@ -74,8 +74,14 @@ static int wait_exit(pid_t pid)
 
 int out_profile(const char *prog, const char *dir, const char *rate, const char *const extra[])
 {
+	return out_profile_stdout(prog, dir, rate, extra, NULL);
+}
+
+int out_profile_stdout(const char *prog, const char *dir, const char *rate,
+		       const char *const extra[], const char *stdout_path)
+{
 	static char preload[512];
-	char bin[256], ready[256], out[256], err[256], pidbuf[16], *argv[32];
+	char bin[256], ready[256], go[300], out[256], err[256], pidbuf[16], *argv[32];
 	const struct timespec pause = {0, 10000000};
 	pid_t p, l;
 	int n = 0, code, pcode;
@@ -114,10 +120,14 @@ int out_profile(const char *prog, const char *dir, const char *rate, const char 
 	argv[n++] = pidbuf;
 	argv[n++] = "--rate";
 	argv[n++] = (char *)rate;
+	/* The program starts its work once the loader is ready (wait_tracer.h). */
+	snprintf(go, sizeof(go), "%s.go", ready);
+	argv[n++] = "--ready-file";
+	argv[n++] = go;
 	for (int i = 0; extra[i] && n < 30; i++)
 		argv[n++] = (char *)extra[i];
 	argv[n] = NULL;
-	l = spawn(argv, NULL, NULL, err);
+	l = spawn(argv, NULL, stdout_path, err);
 	code = wait_exit(l);
 	pcode = wait_exit(p);
 	return pcode == 0 ? code : -1;
@@ -216,4 +226,43 @@ void out_expect_site_lines(const char *lines, const char *source, const char *co
 		snprintf(want, sizeof(want), "%s %s:%d\n", sites[s], source, line);
 		cr_expect(strstr(lines, want), "no '%s' in:\n%s", want, lines);
 	}
+}
+
+static const char *const chromium_flags =
+    "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+    "--disable-background-networking --disable-component-update --disable-sync";
+
+char *out_chromium_dom(const char *dir, const char *svg, const char *fragment, int width)
+{
+	static int n;
+	char cmd[2048], profile[256], cwd[256];
+
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	snprintf(profile, sizeof(profile), "%s/chromium-%d", dir, n++);
+	cr_assert_eq(system("command -v chromium >/dev/null"), 0,
+		     "chromium is not installed (Debian package chromium)");
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir '%s' && HOME='%s' timeout 120 chromium %s --window-size=%d,900 "
+		 "--user-data-dir='%s' --dump-dom 'file://%s%s%s#%s' 2>'%s.err'",
+		 profile, profile, chromium_flags, width, profile, svg[0] == '/' ? "" : cwd,
+		 svg[0] == '/' ? "" : "/", svg, fragment, profile);
+	return out_command(cmd);
+}
+
+double out_attr_value(const char *dom, const char *attr, const char *key)
+{
+	char a[64], k[64];
+	const char *p, *end;
+
+	snprintf(a, sizeof(a), "%s=\"", attr);
+	snprintf(k, sizeof(k), "%s=", key);
+	p = strstr(dom, a);
+	if (!p)
+		return NAN;
+	p += strlen(a);
+	end = strchr(p, '"');
+	for (const char *q = p; end && (q = strstr(q, k)) && q < end; q++)
+		if (q == p || q[-1] == ' ')
+			return strtod(q + strlen(k), NULL);
+	return NAN;
 }

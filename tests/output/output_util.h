@@ -20,6 +20,9 @@ void out_tmpdir(char *out, size_t len);
  * or -1 if the program did not start or did not exit 0.
  */
 int out_profile(const char *prog, const char *dir, const char *rate, const char *const extra[]);
+/* The same with the loader's standard output into stdout_path (NULL: /dev/null). */
+int out_profile_stdout(const char *prog, const char *dir, const char *rate,
+		       const char *const extra[], const char *stdout_path);
 
 /* Standard output of a shell command, malloc'ed (NULL on failure). */
 char *out_command(const char *cmd);
@@ -37,5 +40,13 @@ void out_expect_site_lines(const char *lines, const char *source, const char *co
 
 /* A value with a unit (B, KiB, MiB, GiB, TiB) in bytes; NAN if none. */
 double out_parse_bytes(const char *s, const char **end);
+
+/*
+ * The DOM of file://svg#fragment once loaded in headless Chromium, in a
+ * window width px wide, from a fresh profile under dir (malloc'ed).
+ */
+char *out_chromium_dom(const char *dir, const char *svg, const char *fragment, int width);
+/* The number after "key=" in the first attr="..." of dom (NAN if none). */
+double out_attr_value(const char *dom, const char *attr, const char *key);
 
 #endif

@@ -101,7 +101,7 @@ static void attach_and_check(enum mode mode)
 		cr_assert_neq(atoi(pid), prog, "the pid to attach to is the child's");
 
 	/* The loader runs until the program exits. */
-	const char *largs[] = {LOADER,	 "attach",	pid,   "--rate",
+	const char *largs[] = {LOADER,	 "attach",	pid,   "-v", "--rate",
 			       RATE_ARG, "--all-views", views, NULL};
 	pid_t loader = spawn_program(largs, NULL, 0, "/dev/null", lerr);
 	int lstatus = wait_program(loader);

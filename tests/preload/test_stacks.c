@@ -53,6 +53,7 @@ static void run_traced(struct traced *t, const char *mode, const char *arg, cons
 	largs[n++] = LOADER;
 	largs[n++] = "attach";
 	largs[n++] = pid;
+	largs[n++] = "-v"; /* the stats line */
 	largs[n++] = "-o";
 	largs[n++] = t->folded;
 	for (int i = 0; lx && lx[i] && n < 15; i++)

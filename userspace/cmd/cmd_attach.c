@@ -32,13 +32,16 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: memprof-bpf attach PID [PID...] [-d SECONDS] [-o FILE] [--view "
-	    "alloc|live|promoted|short]\n"
+	    "alloc|live|promoted|short|peak]\n"
 	    "                             [--all-views DIR] [--rate R] [--max-blocks N]\n"
 	    "                             [--max-stacks N] [-v]\n"
-	    "                             [--format folded|pprof|svg|text] [--no-dwarf]\n"
+	    "                             [--format folded|pprof|svg|text|json] [--no-dwarf]\n"
 	    "                             [--every SECONDS --snapshot-dir DIR]\n"
-	    "                             [--no-inject] [--preload LIB] [--ready-file FILE]\n"
+	    "                             [--no-inject] [--inject-malloc] [--preload LIB]\n"
+	    "                             [--ready-file FILE]\n"
 	    "                             [--lifetimes FILE.csv] [--timeline FILE.svg|FILE.csv]\n"
+	    "                             [--lines] [--short-names] [--by-domain] [--native]\n"
+	    "                             [--skip-frames REGEX]\n"
 	    "Traces the memprof USDT probes of process PID and writes what it allocated, by\n"
 	    "call stack, in estimated bytes (to FILE or stdout; with --all-views,\n"
 	    "DIR/<view>.folded for every view).  Stops after -d SECONDS, on SIGINT, SIGTERM\n"
@@ -48,27 +51,50 @@ static void usage(FILE *f)
 	    "naming\n"
 	    "its process, \"comm (pid)\", and pprof samples carry a pid label.  A dynamically\n"
 	    "linked process without the probes gets the malloc host (libmemprof-preload.so)\n"
-	    "loaded into it first, without a restart.\n"
+	    "loaded into it first, without a restart; a CPython 3.11 gets the Python host\n"
+	    "(libmemprof-python.so).\n"
 	    "  -d, --duration SECONDS  stop after SECONDS\n"
-	    "  -o, --output FILE  write FILE (repeatable)\n"
+	    "  -o, --output FILE  write FILE (repeatable; - is standard output)\n"
 	    "  --format F folded stacks (default), pprof (gzipped profile.proto, every view),\n"
 	    "             svg (interactive flame graph of --view), text (report with 95%%\n"
-	    "             intervals); without it, -o FILE's extension decides: .pb.gz or\n"
-	    "             .pprof, .svg, .txt, anything else folded; -o may be repeated\n"
+	    "             intervals), json (every view, stack and interval, the lifetimes).\n"
+	    "             A known extension of -o FILE wins over it: .pb.gz or .pprof,\n"
+	    "             .svg, .txt, .json, .folded; --format applies to standard output,\n"
+	    "             snapshots and other names (folded without it)\n"
 	    "  --no-dwarf names from symbol tables only (no debug files, lines, inlines)\n"
+	    "  --lines    folded stacks: frames read \"func (file:line)\" where the debug\n"
+	    "             information gives a line (the text report and the CSVs always\n"
+	    "             give the site's file and line)\n"
+	    "  --short-names  C++ template arguments as <...> in folded, text and CSV names\n"
+	    "             (std::vector<...>::push_back)\n"
+	    "  --by-domain  OCaml 5: every stack starts with a frame \"domain N\", the domain\n"
+	    "             that allocated (pprof samples always carry a domain label)\n"
+	    "  --native   Python programs: keep the native frames between Python frames\n"
+	    "             (by default a stack is the native frames down to the innermost\n"
+	    "             Python function, then the Python frames)\n"
+	    "  --skip-frames REGEX  the allocation site (text report, CSVs, timeline) is the\n"
+	    "             innermost frame that is not the allocator's, the C++ standard\n"
+	    "             library's, a known wrapper's (xmalloc, g_malloc, PyMem_*, ...) or a\n"
+	    "             library's whose frames all count as the call into it (SQLite), nor\n"
+	    "             one whose function name without its parameters matches REGEX\n"
+	    "             whole (POSIX extended; repeatable).  pprof's drop_frames holds\n"
+	    "             the same rule\n"
 	    "  --view V   alloc: every sampled allocation (default); live: blocks alive at\n"
 	    "             the end (in a garbage-collected host: not yet reclaimed, so dead\n"
 	    "             blocks count until the collector frees them); promoted: blocks\n"
-	    "             promoted; short: blocks freed while young\n"
+	    "             promoted; short: blocks freed while young; peak: the live blocks\n"
+	    "             when the total live memory read (every %d ms) was highest\n"
 	    "  --rate R   sampling rate per word asked of the target (default %g); the\n"
 	    "             malloc host samples per byte at R / 8, runtimes per word\n"
 	    "  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 	    "             when full, samples still count in alloc and a note reports drops\n"
 	    "  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
-	    "             %d: about %llu MiB of kernel memory, with their lifetimes; about\n"
-	    "             1.7 KiB per stack); once full, a sample keeps its innermost %d\n"
-	    "             frames in a second table of %d stacks, under a [stack-table-full]\n"
-	    "             root, and a note counts them\n"
+	    "             %d: about %llu MiB of kernel memory from the start, frames for\n"
+	    "             %d per stack on average included, and %.1f KiB more per stack\n"
+	    "             in use, its lifetimes included); once the table or its frames\n"
+	    "             are full, a sample keeps its innermost %d frames in a second\n"
+	    "             table of %d stacks, under a [stack-table-full] root, and a note\n"
+	    "             counts them\n"
 	    "  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
 	    "             named by its UTC time (YYYYmmddTHHMMSS.mmmZ.ext, in --format):\n"
 	    "             alloc, promoted and short over the interval, live at its end\n"
@@ -79,8 +105,12 @@ static void usage(FILE *f)
 	    "  --timeline FILE.svg|FILE.csv  estimated live bytes of the top sites over the\n"
 	    "             attach: a stacked-area chart, or CSV (by the extension)\n"
 	    "             With several PIDs a site is per process: \"site [comm (pid)]\",\n"
-	    "             and the CSV files end with a pid column\n"
+	    "             and the CSV files have a pid column (then the site's file, line)\n"
 	    "  --no-inject  never load the malloc host: a process without probes is an error\n"
+	    "  --inject-malloc  load the malloc host even into an OCaml program without\n"
+	    "             probes (refused otherwise: it sees the runtime's heap chunks only)\n"
+	    "             or a CPython (a 3.11 gets libmemprof-python.so, which sees pymalloc\n"
+	    "             and names Python frames; other versions are refused)\n"
 	    "  --preload LIB  the malloc host to load (default: libmemprof-preload.so next to\n"
 	    "             this program, or in ../lib)\n"
 	    "  --ready-file FILE  once every PID's probes are attached and its rate asked\n"
@@ -90,14 +120,17 @@ static void usage(FILE *f)
 	    "  -v, --verbose  verbose, with libbpf's own log\n"
 	    "On a terminal, a status line shows the elapsed time, samples, live blocks and\n"
 	    "drops.\n"
-	    "Exit codes: 0 done (also when the target exited), 1 bad usage, 2 target problem\n"
-	    "(no such process, or one that exited while being attached, no memprof\n"
-	    "probes, corrupt ELF, a process that cannot be\n"
-	    "injected), 3 not privileged (also: ptrace or seccomp refuses the injection) or\n"
-	    "kernel without BTF/uprobes, 4 BPF or output failure.\n",
-	    MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH, MEMPROF_MAX_STACKS,
-	    (unsigned long long)(tracer_stack_memory(MEMPROF_MAX_STACKS) >> 20),
-	    MEMPROF_INNER_DEPTH, MEMPROF_INNER_STACKS);
+	    "Exit codes: 0 done (also when the target exited), 1 bad usage (also this\n"
+	    "program's own PID, outputs that cannot work together), 2 target problem (no such\n"
+	    "process, or one that exited while being attached, no memprof probes, corrupt\n"
+	    "ELF, a process that cannot be injected), 3 not privileged (also: ptrace or\n"
+	    "seccomp refuses the injection, an untrusted library) or kernel without\n"
+	    "BTF/uprobes, 4 BPF or output failure.  The environment: man memprof-bpf.\n",
+	    SESSION_POLL_MS, MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH,
+	    MEMPROF_MAX_STACKS,
+	    (unsigned long long)((tracer_stack_memory(MEMPROF_MAX_STACKS) + (1 << 19)) >> 20),
+	    MEMPROF_FRAMES_PER_STACK, tracer_stack_memory_used() / 1024.0, MEMPROF_INNER_DEPTH,
+	    MEMPROF_INNER_STACKS);
 }
 
 static int parse(int argc, char **argv, struct attach_opts *o)
@@ -114,6 +147,8 @@ static int parse(int argc, char **argv, struct attach_opts *o)
 		return cli_die(EXIT_USAGE, "--every needs --snapshot-dir DIR");
 	if (o->snapshot_dir && !o->every)
 		return cli_die(EXIT_USAGE, "--snapshot-dir needs --every SECONDS");
+	if (attach_opts_outputs(o, 0))
+		return EXIT_USAGE;
 	return EXIT_OK;
 }
 
@@ -130,7 +165,8 @@ static int trace_loop(struct session *s, const struct attach_opts *o)
 		double now;
 
 		nanosleep(&pause, NULL);
-		if (!session_poll(s, poll))
+		/* A stop signal ends the sleep: no poll more before the detach. */
+		if (session_stop_requested || !session_poll(s, poll))
 			break;
 		now = session_now();
 		if (next_snap && now >= next_snap) {

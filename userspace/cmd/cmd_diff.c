@@ -3,7 +3,10 @@
  *
  * Inputs are folded stacks ("root;...;leaf WEIGHT" per line) or pprof
  * (gzipped or plain profile.proto, the view's "<view>_space" sample type).
- * Stacks are matched by their frame names, root first.
+ * Stacks are matched by their frame names, root first.  Every name, from
+ * either kind of input, is written alike in every output: control
+ * characters become spaces, ';' in a pprof name ':', and the spaces ending a
+ * name are dropped (diff_input.c, clean_frame).
  *
  * Outputs:
  *   folded  flamegraph.pl's differential input: "stack BASE NEW" per line
@@ -33,6 +36,7 @@ static const struct option long_opts[] = {
     {"rate", required_argument, NULL, OPT_RATE},
     {"normalize", no_argument, NULL, 'N'},
     {"rows", required_argument, NULL, 'n'},
+    {"skip-frames", required_argument, NULL, OPT_SKIP_FRAMES},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -42,12 +46,13 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: memprof-bpf diff BASE NEW [-o FILE] [--format folded|text|pprof]\n"
-	    "                        [--view alloc|live|promoted|short] [--rate R] "
+	    "                        [--view alloc|live|promoted|short|peak] [--rate R] "
 	    "[--normalize] [-n N]\n"
+	    "                        [--skip-frames REGEX]\n"
 	    "The difference NEW - BASE of two profiles (folded stacks or pprof, as attach\n"
 	    "writes them), stacks matched by frame names.\n"
-	    "  -o, --output FILE  write FILE (default stdout); its extension picks the format\n"
-	    "             when --format is not given (.pb.gz/.pprof pprof, .txt text)\n"
+	    "  -o, --output FILE  write FILE (default stdout, also -); a known extension\n"
+	    "             wins over --format (.pb.gz/.pprof pprof, .txt text, .folded)\n"
 	    "  --format folded  flamegraph.pl's differential input, \"stack BASE NEW\" per line\n"
 	    "             (flamegraph.pl draws NEW and colours by NEW - BASE: red grew, blue\n"
 	    "             shrank); pprof: signed weights NEW - BASE (go tool pprof -top);\n"
@@ -57,7 +62,18 @@ static void usage(FILE *f)
 	    "  --rate R   the rate folded inputs were sampled at (for the intervals; default:\n"
 	    "             the greatest common divisor of each input's weights is one sample)\n"
 	    "  --normalize  scale BASE to NEW's total first (runs of different lengths)\n"
-	    "  -n, --rows N  sites listed per direction in text (default 20)\n");
+	    "  -n, --rows N  sites listed per direction in text (default 20)\n"
+	    "  --skip-frames REGEX  text: frames whose function name without its parameters\n"
+	    "             matches REGEX whole (POSIX extended; repeatable) are not sites, as\n"
+	    "             for attach\n"
+	    "Frame names are written alike in every format: control characters become\n"
+	    "spaces, ';' in a pprof name ':', spaces ending a name are dropped.\n"
+	    "Limits, each input (past one: one line naming it, exit 1): %d MiB once\n"
+	    "decompressed (for pprof, its stacks spelled out as folded text too), %d MiB\n"
+	    "of memory to decode a pprof input, %d stacks (folded lines, pprof samples),\n"
+	    "%d frames a stack and %d in all; weights from 0 to 2^62 bytes in all.\n",
+	    DIFF_MAX_INPUT_MIB, DIFF_MAX_DECODE_MIB, DIFF_MAX_STACKS, DIFF_MAX_FRAMES,
+	    DIFF_MAX_FRAMES_TOTAL);
 }
 
 static int parse(int argc, char **argv, struct diff_opts *o)
@@ -95,10 +111,15 @@ static int parse(int argc, char **argv, struct diff_opts *o)
 		case OPT_VIEW:
 			v = memprof_view_parse(optarg);
 			if (v < 0)
-				return cli_die(EXIT_USAGE,
-					       "unknown view '%s' (alloc, live, promoted, short)",
-					       optarg);
+				return cli_die(
+				    EXIT_USAGE,
+				    "unknown view '%s' (alloc, live, promoted, short, peak)",
+				    optarg);
 			o->view = v;
+			break;
+		case OPT_SKIP_FRAMES:
+			if (cli_skip_frames(optarg))
+				return EXIT_USAGE;
 			break;
 		case OPT_RATE:
 			errno = 0;
@@ -117,50 +138,28 @@ static int parse(int argc, char **argv, struct diff_opts *o)
 					   "diff --help)");
 	o->base = argv[optind];
 	o->new_ = argv[optind + 1];
-	if (o->format == FMT_AUTO) {
-		enum output_format f = o->out ? output_format_of_path(o->out) : FMT_FOLDED;
+	/* As attach: a known extension wins over --format. */
+	if (o->out && !output_is_stdout(o->out)) {
+		enum output_format f = output_format_of_ext(o->out);
 
-		o->format = f == FMT_PPROF || f == FMT_TEXT ? (int)f : FMT_FOLDED;
+		if (f == FMT_SVG)
+			return cli_die(EXIT_USAGE,
+				       "diff writes folded, pprof or text, not SVG (%s): write "
+				       "folded and give it to flamegraph.pl",
+				       o->out);
+		if (f == FMT_JSON)
+			return cli_die(EXIT_USAGE,
+				       "diff writes folded, pprof or text, not JSON (%s)", o->out);
+		if (f != FMT_AUTO) {
+			const char *paths[] = {o->out};
+
+			output_note_formats(paths, 1, o->format);
+			o->format = f;
+		}
 	}
+	if (o->format == FMT_AUTO)
+		o->format = FMT_FOLDED;
 	return EXIT_OK;
-}
-
-/* ---- The difference ---- */
-
-static struct change *join(const struct input *a, const struct input *b, double scale,
-			   size_t *n_out)
-{
-	struct change *c = calloc(a->n + b->n + 1, sizeof(*c));
-	size_t i = 0, j = 0, n = 0;
-
-	if (!c)
-		return NULL;
-	while (i < a->n || j < b->n) {
-		int cmp = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->e[i].stack, b->e[j].stack);
-
-		if (cmp <= 0) {
-			c[n].stack = a->e[i].stack;
-			c[n].base = a->e[i].bytes * scale;
-			c[n].base_objects = a->e[i].objects * scale;
-			i++;
-		}
-		if (cmp >= 0) {
-			c[n].stack = b->e[j].stack;
-			c[n].new_ = b->e[j].bytes;
-			c[n].new_objects = b->e[j].objects;
-			j++;
-		}
-		n++;
-	}
-	*n_out = n;
-	return c;
-}
-
-static int write_folded(FILE *f, const struct change *c, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s %.0f %.0f\n", c[i].stack, c[i].base, c[i].new_);
-	return ferror(f) ? -1 : 0;
 }
 
 /* What writes the diff into its output file (outfile_write). */
@@ -180,7 +179,7 @@ static int diff_write(FILE *f, void *ctx)
 	return w->o->format == FMT_PPROF ? diff_write_pprof(f, w->c, w->n, w->o, w->base, w->nw)
 	       : w->o->format == FMT_TEXT
 		   ? diff_write_text(f, w->c, w->n, w->o, w->base, w->nw, w->scale)
-		   : write_folded(f, w->c, w->n);
+		   : diff_write_folded(f, w->c, w->n);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -203,13 +202,15 @@ int cmd_diff(int argc, char **argv)
 		outfile_close(&out);
 		return cli_die(EXIT_FAILED, "%s", err);
 	}
-	if (diff_read_input(&base, o.base, &o) || diff_read_input(&nw, o.new_, &o)) {
-		code = EXIT_USAGE;
+	code = diff_read_input(&base, o.base, &o);
+	if (!code)
+		code = diff_read_input(&nw, o.new_, &o);
+	if (code)
 		goto out;
-	}
-	if (o.normalize && base.total > 0)
+	/* From a byte up, the scale is finite and BASE scaled weighs at most NEW. */
+	if (o.normalize && base.total >= 1)
 		scale = nw.total / base.total;
-	c = join(&base, &nw, scale, &n);
+	c = diff_join(&base, &nw, scale, &n);
 	if (!c) {
 		code = cli_die(EXIT_FAILED, "out of memory");
 		goto out;

@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,8 @@ static void usage(FILE *f)
 		   "  RATE                the rate in force, per word (- when not sampling)\n"
 		   "  TRACERS             tracers attached to its sample probe\n"
 		   "  FILE                the file carrying the probes\n"
-		   "Processes this user may not read are left out (run as root to see all).\n");
+		   "Processes this user may not read are left out, and a note counts them (run\n"
+		   "as root to see all).\n");
 }
 
 static int has_symbol(const struct elf_image *img, const char *name)
@@ -63,17 +65,21 @@ struct found {
 	uint64_t control_addr, semaphore;
 };
 
-/* The first mapped file of pid with a memprof:sample probe. 1 if found. */
+/*
+ * The first mapped file of pid with a memprof:sample probe.  1 if found,
+ * 0 if not, -1 when this user may not read its mappings.
+ */
 static int scan(pid_t pid, struct symbolizer *sym, struct found *f)
 {
 	const struct proc_maps *m;
 	struct proc_maps maps;
 	char err[256];
-	int found = 0;
+	int found = 0, rc;
 
 	memset(f, 0, sizeof(*f));
-	if (proc_maps_read(pid, &maps))
-		return 0;
+	rc = proc_maps_read(pid, &maps);
+	if (rc)
+		return rc == -EACCES || rc == -EPERM ? -1 : 0;
 	if (!maps.n) {
 		proc_maps_free(&maps);
 		return 0;
@@ -114,7 +120,7 @@ int cmd_list(int argc, char **argv)
 	struct symbolizer *sym;
 	DIR *proc;
 	struct dirent *e;
-	int c, n = 0;
+	int c, n = 0, denied = 0;
 
 	cli_getopt_reset();
 	while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
@@ -148,8 +154,17 @@ int cmd_list(int argc, char **argv)
 		if (!is_pid(e->d_name))
 			continue;
 		pid = (pid_t)atoi(e->d_name);
-		if (pid == getpid() || !scan(pid, sym, &f))
+		if (pid == getpid())
 			continue;
+		switch (scan(pid, sym, &f)) {
+		case 1:
+			break;
+		case -1:
+			denied++;
+			continue;
+		default:
+			continue;
+		}
 		if (f.control_addr && !control_read(pid, f.control_addr, &ctl) &&
 		    ctl.magic == MEMPROF_PROBE_CONTROL_MAGIC) {
 			sampling = !ctl.active_rate			    ? "no"
@@ -169,6 +184,13 @@ int cmd_list(int argc, char **argv)
 	closedir(proc);
 	symbolizer_free(sym);
 	if (!n)
-		fprintf(stderr, "memprof-bpf: no process carries memprof probes\n");
+		fprintf(stderr, "memprof-bpf: no process%s carries memprof probes\n",
+			denied ? " this user may inspect" : "");
+	if (denied)
+		fprintf(stderr,
+			"memprof-bpf: note: %d process%s could not be inspected (permission "
+			"denied%s)\n",
+			denied, denied == 1 ? "" : "es",
+			geteuid() ? ": run as root, or with CAP_SYS_PTRACE, to see them" : "");
 	return fflush(stdout) ? cli_die(EXIT_FAILED, "cannot write the list") : EXIT_OK;
 }

@@ -52,9 +52,9 @@ static void usage(FILE *f)
 		"  --sort V       the first sort (default live)\n"
 		"  -d SECONDS     quit after SECONDS\n"
 		"  -o FILE        on quit, write the profile as attach does (--format, --view)\n"
-		"  --rate R, --max-blocks N, --max-stacks N, --no-dwarf, --no-inject, --preload "
-		"LIB,\n"
-		"  --ready-file FILE, -v: as for attach\n",
+		"  --rate R, --max-blocks N, --max-stacks N, --no-dwarf, --no-inject,\n"
+		"  --inject-malloc, --preload LIB, --ready-file FILE, --skip-frames REGEX,\n"
+		"  --lines, --short-names, --by-domain, --native, -v: as for attach\n",
 		SPARK_POINTS);
 }
 
@@ -182,8 +182,8 @@ static void draw(struct top *t, struct site_row *rows, size_t n, double rate_in_
 	int width = 0;
 	uint64_t samples, live, drops;
 	double el = session_now() - t->s->start_mono;
-	static const char *const sort_names[MEMPROF_N_VIEWS] = {"alloc rate", "live", "promoted",
-								"short"};
+	static const char *const sort_names[MEMPROF_N_KERNEL_VIEWS] = {"alloc rate", "live",
+								       "promoted", "short"};
 	char a[32], l[32], lo[32], hi[32], spark[SPARK_POINTS * 4 + 1];
 	const char *nl = t->tty ? "\033[K\r\n" : "\n";
 
@@ -263,8 +263,8 @@ static int refresh(struct top *t)
 		if (!t->dsym)
 			return -1;
 	}
-	if (profile_build(&prof, p->tr.stacks, p->tr.aggs, tracer_n_stacks(&p->tr), t->dsym,
-			  &meta)) {
+	if (profile_build(&prof, p->tr.stacks, p->tr.frames, p->tr.n_frames, p->tr.aggs,
+			  tracer_n_stacks(&p->tr), t->dsym, &meta)) {
 		profile_free(&prof);
 		return -1;
 	}
@@ -351,7 +351,9 @@ static int parse(int argc, char **argv, struct attach_opts *o)
 	if (argc - optind > 1)
 		return cli_die(EXIT_USAGE, "top takes one PID ('%s' is one too many)",
 			       argv[optind + 1]);
-	return attach_opts_pids(o, argc, argv, 1) ? EXIT_USAGE : EXIT_OK;
+	if (attach_opts_pids(o, argc, argv, 1) || attach_opts_outputs(o, 1))
+		return EXIT_USAGE;
+	return EXIT_OK;
 }
 
 int cmd_top(int argc, char **argv)

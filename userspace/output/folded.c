@@ -14,34 +14,40 @@ struct folded_line {
 
 /*
  * Root-first frames joined by ';' (in names ';' becomes ':', and line breaks
- * and tabs spaces).  malloc'ed.
+ * and tabs spaces), each as flags (PROFILE_NAME_*) print it.  malloc'ed.
  */
-static char *stack_string(const struct profile_stack *s)
+static char *stack_string(const struct profile_stack *s, unsigned flags)
 {
-	const char *names[PROFILE_MAX_NAMES];
-	size_t n = profile_stack_names(s, names, PROFILE_MAX_NAMES), len = 0;
-	char *out;
+	struct profile_name names[PROFILE_MAX_NAMES];
+	size_t n = profile_stack_entries(s, names, PROFILE_MAX_NAMES), len = 0;
+	char *out, *owned[PROFILE_MAX_NAMES];
+	const char *str[PROFILE_MAX_NAMES];
 
-	for (size_t i = 0; i < n; i++)
-		len += strlen(names[i]) + 1;
-	out = malloc(len + 1);
-	if (!out)
-		return NULL;
-	len = 0;
-	for (size_t i = n; i-- > 0;) {
-		size_t flen = strlen(names[i]);
-
-		if (len)
-			out[len++] = ';';
-		for (size_t k = 0; k < flen; k++) {
-			char c = names[i][k];
-
-			out[len++] = c == ';'				     ? ':'
-				     : (c == '\n' || c == '\t' || c == '\r') ? ' '
-									     : c;
-		}
+	for (size_t i = 0; i < n; i++) {
+		owned[i] = flags && names[i].line ? profile_name_dup(&names[i], flags) : NULL;
+		str[i] = owned[i] ? owned[i] : names[i].name;
+		len += strlen(str[i]) + 1;
 	}
-	out[len] = '\0';
+	out = malloc(len + 1);
+	if (out) {
+		len = 0;
+		for (size_t i = n; i-- > 0;) {
+			size_t flen = strlen(str[i]);
+
+			if (len)
+				out[len++] = ';';
+			for (size_t k = 0; k < flen; k++) {
+				char c = str[i][k];
+
+				out[len++] = c == ';'				     ? ':'
+					     : (c == '\n' || c == '\t' || c == '\r') ? ' '
+										     : c;
+			}
+		}
+		out[len] = '\0';
+	}
+	for (size_t i = 0; i < n; i++)
+		free(owned[i]);
 	return out;
 }
 
@@ -62,7 +68,7 @@ long folded_write(FILE *out, const struct profile *p, enum memprof_view v)
 	for (size_t i = 0; i < p->n_stacks; i++) {
 		if (p->stacks[i].bytes[v] <= 0)
 			continue;
-		lines[n_lines].stack = stack_string(&p->stacks[i]);
+		lines[n_lines].stack = stack_string(&p->stacks[i], p->meta.names);
 		if (!lines[n_lines].stack) {
 			rc = -1;
 			goto out;

@@ -214,9 +214,10 @@ void lifetime_summary(const struct lifetime_dist *d, char *buf, size_t len)
 	}
 }
 
-static int site_cmp(const void *a, const void *b)
+static int lifetime_site_cmp(const void *a, const void *b)
 {
 	const struct lifetime_site *x = a, *y = b;
+	struct site sx = {x->name, x->file, x->line}, sy = {y->name, y->file, y->line};
 	uint64_t nx = lifetime_dist_died(&x->d, -1) + lifetime_dist_live(&x->d);
 	uint64_t ny = lifetime_dist_died(&y->d, -1) + lifetime_dist_live(&y->d);
 
@@ -224,7 +225,7 @@ static int site_cmp(const void *a, const void *b)
 		return nx < ny ? 1 : -1;
 	if (x->part != y->part)
 		return x->part < y->part ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return site_compare(&sx, &sy);
 }
 
 struct lifetime_site *lifetime_sites(const struct profile *p, size_t *n_out)
@@ -236,21 +237,27 @@ struct lifetime_site *lifetime_sites(const struct profile *p, size_t *n_out)
 		return NULL;
 	for (size_t i = 0; i < p->n_stacks; i++) {
 		const struct profile_stack *s = &p->stacks[i];
-		const char *name;
+		struct site st;
 		size_t j;
 
 		if (!s->life || lifetime_dist_died(s->life, -1) + lifetime_dist_live(s->life) == 0)
 			continue;
-		name = site_of_stack(s);
-		for (j = 0; j < n && (sites[j].part != s->part || strcmp(sites[j].name, name)); j++)
-			;
+		st = site_of_stack_site(s);
+		for (j = 0; j < n; j++) {
+			struct site sj = {sites[j].name, sites[j].file, sites[j].line};
+
+			if (sites[j].part == s->part && !site_compare(&sj, &st))
+				break;
+		}
 		if (j == n) {
 			sites[n].part = s->part;
-			sites[n++].name = name;
+			sites[n].file = st.file;
+			sites[n].line = st.line;
+			sites[n++].name = st.name;
 		}
 		lifetime_dist_merge(&sites[j].d, s->life);
 	}
-	qsort(sites, n, sizeof(*sites), site_cmp);
+	qsort(sites, n, sizeof(*sites), lifetime_site_cmp);
 	*n_out = n;
 	return sites;
 }
@@ -282,13 +289,16 @@ int lifetimes_csv_write(FILE *out, const struct profile *p)
 	 * still alive at or below it), "none" if all are exact to their slot.
 	 */
 	fprintf(out, LIFETIMES_CSV_HEADER ",died_young,died_old,bound_from,youngest_live_ms,"
-					  "oldest_live_ms,pid\n");
+					  "oldest_live_ms,pid,file,line\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct lifetime_dist *d = &sites[i].d;
 		uint64_t live = lifetime_dist_live(d);
 		const char *bound = "none";
+		char name[LIFETIME_LABEL_LEN];
 
-		csv_field(out, sites[i].name);
+		profile_name_format(sites[i].name, NULL, 0, p->meta.names & PROFILE_NAME_SHORT,
+				    name, sizeof(name));
+		csv_field(out, name);
 		fprintf(out, ",%llu",
 			(unsigned long long)(lifetime_dist_died(d, -1) + lifetime_dist_live(d)));
 		for (int q = 0; q < N_QUANTILES; q++) {
@@ -307,7 +317,13 @@ int lifetimes_csv_write(FILE *out, const struct profile *p)
 				(double)d->oldest_live_us / 1e3);
 		else
 			fprintf(out, ",,");
-		fprintf(out, ",%d\n", (int)p->parts[sites[i].part].pid);
+		fprintf(out, ",%d,", (int)p->parts[sites[i].part].pid);
+		if (sites[i].file)
+			csv_field(out, sites[i].file);
+		if (sites[i].line > 0)
+			fprintf(out, ",%d\n", sites[i].line);
+		else
+			fprintf(out, ",\n");
 	}
 	free(sites);
 	return ferror(out) ? -1 : 0;
@@ -326,9 +342,11 @@ int lifetimes_text_table(FILE *out, const struct profile *p)
 		"live", "p50", "p90", "p99", "site");
 	for (size_t i = 0; i < n; i++) {
 		const struct lifetime_dist *d = &sites[i].d;
-		char cell[N_QUANTILES][40], label[LIFETIME_LABEL_LEN];
+		char cell[N_QUANTILES][40], label[LIFETIME_LABEL_LEN], name[LIFETIME_LABEL_LEN];
+		struct site st = {sites[i].name, sites[i].file, sites[i].line};
 
-		lifetime_site_label(p, sites[i].part, sites[i].name, label, sizeof(label));
+		site_format(&st, p->meta.names, name, sizeof(name));
+		lifetime_site_label(p, sites[i].part, name, label, sizeof(label));
 		for (int q = 0; q < N_QUANTILES; q++) {
 			double ms;
 			char t[32];

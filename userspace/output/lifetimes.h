@@ -69,7 +69,9 @@ void lifetime_summary(const struct lifetime_dist *d, char *buf, size_t len);
  * processes is two sites, named with lifetime_site_label().
  */
 struct lifetime_site {
-	const char *name; /* site_of_stack() of its stacks */
+	const char *name; /* site_of_stack_site() of its stacks: the function, */
+	const char *file; /* the file (NULL: unknown) */
+	int line;	  /* and the line where it calls */
 	size_t part;	  /* its process, p->parts[part] */
 	struct lifetime_dist d;
 };
@@ -81,7 +83,8 @@ struct lifetime_site *lifetime_sites(const struct profile *p, size_t *n);
 
 /*
  * The --lifetimes CSV (header LIFETIMES_CSV_HEADER, then died_young,
- * died_old, bound_from, youngest_live_ms, oldest_live_ms, pid).  0 or -1.
+ * died_old, bound_from, youngest_live_ms, oldest_live_ms, pid, and the
+ * site's file and line, empty when unknown).  0 or -1.
  */
 #define LIFETIMES_CSV_HEADER "site,samples,p50_ms,p90_ms,p99_ms,still_live"
 int lifetimes_csv_write(FILE *out, const struct profile *p);

@@ -116,8 +116,8 @@ int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen)
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
-	if (!path)
-		return open_stdout(o, err, errlen);
+	if (!path || !strcmp(path, "-"))
+		return open_stdout(o, err, errlen); /* "-": standard output */
 	o->path = strdup(path);
 	if (!o->path)
 		return fail(err, errlen, path, ENOMEM);

@@ -34,7 +34,7 @@ struct outfile {
 typedef int (*outfile_writer)(FILE *f, void *ctx);
 
 /*
- * Open path (NULL: standard output) for writing, before tracing.  0, or -1
+ * Open path (NULL or "-": standard output) for writing, before tracing.  0, or -1
  * with one line in err (the path and strerror).
  */
 int outfile_open(struct outfile *o, const char *path, char *err, size_t errlen);

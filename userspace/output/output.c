@@ -13,13 +13,14 @@
 #include "exit_codes.h"
 #include "flamegraph_svg.h"
 #include "folded.h"
+#include "json.h"
 #include "pprof.h"
 #include "text_report.h"
 
 /* Sites whose lifetime histograms -v prints. */
 #define LIFETIMES_HIST_TOP 10
 
-static const char *const format_names[N_FORMATS] = {"folded", "pprof", "svg", "text"};
+static const char *const format_names[N_FORMATS] = {"folded", "pprof", "svg", "text", "json"};
 
 int output_format_parse(const char *s)
 {
@@ -36,7 +37,7 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
-enum output_format output_format_of_path(const char *path)
+enum output_format output_format_of_ext(const char *path)
 {
 	if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof"))
 		return FMT_PPROF;
@@ -44,7 +45,52 @@ enum output_format output_format_of_path(const char *path)
 		return FMT_SVG;
 	if (ends_with(path, ".txt"))
 		return FMT_TEXT;
-	return FMT_FOLDED;
+	if (ends_with(path, ".json"))
+		return FMT_JSON;
+	if (ends_with(path, ".folded"))
+		return FMT_FOLDED;
+	return FMT_AUTO;
+}
+
+enum output_format output_format_of_path(const char *path)
+{
+	enum output_format f = output_format_of_ext(path);
+
+	return f == FMT_AUTO ? FMT_FOLDED : f;
+}
+
+const char *output_format_name(enum output_format f)
+{
+	return f >= 0 && f < N_FORMATS ? format_names[f] : "auto";
+}
+
+int output_is_stdout(const char *path)
+{
+	return !path || !strcmp(path, OUTPUT_STDOUT);
+}
+
+enum output_format output_format_for(const char *path, enum output_format requested)
+{
+	enum output_format ext = output_is_stdout(path) ? FMT_AUTO : output_format_of_ext(path);
+
+	if (ext != FMT_AUTO)
+		return ext;
+	return requested == FMT_AUTO ? FMT_FOLDED : requested;
+}
+
+void output_note_formats(const char *const paths[], int n, enum output_format requested)
+{
+	for (int i = 0; requested != FMT_AUTO && i < n; i++) {
+		enum output_format f = output_format_for(paths[i], requested);
+
+		if (f != requested)
+			fprintf(
+			    stderr,
+			    "memprof-bpf: note: %s is written as %s, by its extension (--format "
+			    "%s applies to standard output, snapshots and files without a known "
+			    "extension)\n",
+			    paths[i], format_names[f], format_names[requested]);
+	}
 }
 
 static int write_format(FILE *f, const struct profile *p, enum output_format fmt,
@@ -57,6 +103,8 @@ static int write_format(FILE *f, const struct profile *p, enum output_format fmt
 		return flamegraph_svg_write(f, p, v);
 	case FMT_TEXT:
 		return text_report_write(f, p);
+	case FMT_JSON:
+		return json_write(f, p);
 	default:
 		return folded_write(f, p, v) < 0 ? -1 : 0;
 	}
@@ -149,7 +197,7 @@ static int format_writer_run(FILE *f, void *ctx)
 	return write_format(f, w->p, w->fmt, w->view);
 }
 
-static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt"};
+static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt", ".json"};
 
 /* Write one file with fn; a failure is one line (with the fallback file, if any). */
 static int write_with(struct outfile *o, outfile_writer fn, void *ctx, const char *tag)
@@ -216,10 +264,12 @@ static int write_all(const struct output_request *r, const struct profile *p)
 		}
 	for (int i = 0; i < files->n_paths; i++) {
 		const char *path = r->paths[i], *base = strrchr(path, '/');
-		enum output_format fmt =
-		    r->format == FMT_AUTO ? output_format_of_path(path) : r->format;
+		enum output_format fmt = output_format_for(path, r->format);
 
-		snprintf(tag, sizeof(tag), "%.80s", base ? base + 1 : path);
+		if (output_is_stdout(path))
+			snprintf(tag, sizeof(tag), "stdout%s", format_ext[fmt]);
+		else
+			snprintf(tag, sizeof(tag), "%.80s", base ? base + 1 : path);
 		code |= write_one(&files->paths[i], p, fmt, p->meta.view, tag);
 	}
 	if (files->has_stdout) {
@@ -267,10 +317,16 @@ static double wall_now(void)
 }
 
 int output_write(const struct output_request *r, const struct memprof_stack *stacks,
-		 const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym)
+		 const __u64 *frames, uint64_t n_frames, const struct memprof_stack_agg *aggs,
+		 uint32_t n, struct symbolizer *sym)
 {
-	struct output_source src = {
-	    .pid = r->meta.pid, .stacks = stacks, .aggs = aggs, .n = n, .sym = sym};
+	struct output_source src = {.pid = r->meta.pid,
+				    .stacks = stacks,
+				    .frames = frames,
+				    .n_frames = n_frames,
+				    .aggs = aggs,
+				    .n = n,
+				    .sym = sym};
 
 	/* No lifetimes from here: output_write_sources with src.life has them. */
 
@@ -293,8 +349,12 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	for (size_t i = 0; i < n_src; i++) {
 		parts[i] = (struct profile_part){.pid = src[i].pid,
 						 .stacks = src[i].stacks,
+						 .frames = src[i].frames,
+						 .n_frames = src[i].n_frames,
 						 .aggs = src[i].aggs,
 						 .n = src[i].n,
+						 .peak = src[i].peak,
+						 .n_peak = src[i].n_peak,
 						 .dsym = dsym_new(src[i].sym, r->dsym_flags)};
 		snprintf(parts[i].root, sizeof(parts[i].root), "%s",
 			 src[i].name ? src[i].name : "");

@@ -10,12 +10,30 @@
 #include "profile.h"
 #include "timeline.h"
 
-enum output_format { FMT_AUTO = -1, FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_TEXT, N_FORMATS };
+enum output_format { FMT_AUTO = -1, FMT_FOLDED, FMT_PPROF, FMT_SVG, FMT_TEXT, FMT_JSON, N_FORMATS };
 
-/* The format named s (folded, pprof, svg, text), or -1. */
+/* The format named s (folded, pprof, svg, text, json), or -1. */
 int output_format_parse(const char *s);
-/* The format of a file by its extension: .pb.gz/.pprof, .svg, .txt, else folded. */
+/* The format of a file by its extension: .pb.gz/.pprof, .svg, .txt, .json, .folded, else
+ * FMT_AUTO. */
+enum output_format output_format_of_ext(const char *path);
+/* The same, FMT_FOLDED for any other extension. */
 enum output_format output_format_of_path(const char *path);
+/* "folded", "pprof", "svg", "text", "json" ("auto" for FMT_AUTO). */
+const char *output_format_name(enum output_format f);
+
+/* The path that names standard output (-o -). */
+#define OUTPUT_STDOUT "-"
+/* 1 when path is NULL or OUTPUT_STDOUT. */
+int output_is_stdout(const char *path);
+/*
+ * The format a file gets: an explicit extension (output_format_of_ext)
+ * wins over --format (requested); --format applies to standard output and
+ * to files without a known extension; FMT_FOLDED when neither says.
+ */
+enum output_format output_format_for(const char *path, enum output_format requested);
+/* One note per path whose extension overrides an explicit --format. */
+void output_note_formats(const char *const paths[], int n, enum output_format requested);
 
 #define OUTPUT_MAX_FILES 8
 
@@ -66,17 +84,23 @@ void output_files_close(struct output_files *f);
  * prints the symbolization's time and memory.
  */
 int output_write(const struct output_request *r, const struct memprof_stack *stacks,
-		 const struct memprof_stack_agg *aggs, uint32_t n, struct symbolizer *sym);
+		 const __u64 *frames, uint64_t n_frames, const struct memprof_stack_agg *aggs,
+		 uint32_t n, struct symbolizer *sym);
 
 /* One traced process's aggregates and the symbolizer of its address space. */
 struct output_source {
 	pid_t pid;
 	const char *name; /* "comm (pid)": its root frame when there are several */
 	const struct memprof_stack *stacks;
+	const __u64 *frames; /* the frame arena of the stacks, n_frames long */
+	uint64_t n_frames;
 	const struct memprof_stack_agg *aggs;
 	uint32_t n;
 	struct symbolizer *sym;
 	struct lifetime_input life; /* life.hists NULL: no lifetimes */
+	/* The live view at the peak, per stack id (peak.h; NULL: no peak view). */
+	const struct peak_stack *peak;
+	uint32_t n_peak;
 };
 
 /* The same for several processes in one profile (at most PROFILE_MAX_PARTS). */

@@ -16,13 +16,13 @@
 #include "core/idmap.h"
 #include "lifetimes.h"
 #include "profile.pb-c.h"
+#include "site.h"
 
 /* Sample types, two per view (objects, bytes), in the order of the views. */
 static const char *const type_names[MEMPROF_N_VIEWS][2] = {
-    {"alloc_objects", "alloc_space"},
-    {"inuse_objects", "inuse_space"},
-    {"promoted_objects", "promoted_space"},
-    {"short_objects", "short_space"},
+    {"alloc_objects", "alloc_space"},	    {"inuse_objects", "inuse_space"},
+    {"promoted_objects", "promoted_space"}, {"short_objects", "short_space"},
+    {"peak_objects", "peak_space"},
 };
 
 /* ---- Tables: each string and each function once, their numbers ---- */
@@ -246,8 +246,8 @@ static uint64_t location_id(struct builder *b, const struct dsym_frame *fr, size
 	return loc->id;
 }
 
-/* Labels of a sample at most: pid, then the four lifetime labels. */
-#define SAMPLE_MAX_LABELS 5
+/* Labels of a sample at most: pid, domain, then the four lifetime labels. */
+#define SAMPLE_MAX_LABELS 6
 
 /* A new numeric label on smp (its array sized SAMPLE_MAX_LABELS), or NULL. */
 static Pprof__Label *new_label(Pprof__Sample *smp)
@@ -263,15 +263,16 @@ static Pprof__Label *new_label(Pprof__Sample *smp)
 	return l;
 }
 
-/* A "pid" label (numeric) on a sample of a profile of several processes. */
-static int add_pid_label(struct builder *b, Pprof__Sample *smp, pid_t pid)
+/* A numeric label key = num on a sample: "pid" on a profile of several
+ * processes, "domain" for an OCaml 5 domain's stacks. */
+static int add_num_label(struct builder *b, Pprof__Sample *smp, const char *key, int64_t num)
 {
 	Pprof__Label *l = new_label(smp);
 
 	if (!l)
 		return -1;
-	l->key = str_index(b, "pid");
-	l->num = pid;
+	l->key = str_index(b, key);
+	l->num = num;
 	return 0;
 }
 
@@ -434,6 +435,15 @@ static int build(struct builder *b, const struct profile *p)
 	pb->default_sample_type = str_index(b, type_names[p->meta.view][1]);
 	pb->time_nanos = p->meta.time_ns;
 	pb->duration_nanos = p->meta.duration_ns;
+	{
+		/* The allocation site's rule (site.h), for pprof's flat column. */
+		char *drop = site_drop_frames();
+
+		if (!drop)
+			return -1;
+		pb->drop_frames = str_index(b, drop);
+		free(drop);
+	}
 
 	for (size_t part = 0; part < p->n_parts; part++) {
 		const struct dsym *d = p->parts[part].dsym;
@@ -474,7 +484,9 @@ static int build(struct builder *b, const struct profile *p)
 		smp->location_id = calloc(s->n_frames + 2, sizeof(uint64_t));
 		if (!smp->value || !smp->location_id)
 			return -1;
-		if (s->root && add_pid_label(b, smp, p->parts[s->part].pid))
+		if (s->root && add_num_label(b, smp, "pid", p->parts[s->part].pid))
+			return -1;
+		if (s->domain && add_num_label(b, smp, "domain", s->domain - 1))
 			return -1;
 		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
 			smp->value[2 * v] = llround(s->objects[v]);
@@ -520,7 +532,16 @@ static int build(struct builder *b, const struct profile *p)
 	add_comment(b, &cap_comments,
 		    "views: alloc = every sampled allocation, inuse = blocks alive when tracing "
 		    "stopped, promoted = blocks that survived a minor collection, short = blocks "
-		    "freed while young");
+		    "freed while young, peak = blocks alive when the total live memory read "
+		    "was highest");
+	if (p->meta.peak_readings) {
+		snprintf(text, sizeof(text),
+			 "peak: read at %.3f s since the start, the highest of %llu readings "
+			 "about %.0f ms apart (a higher peak between two readings is not seen)",
+			 (double)p->meta.peak_t_ns * 1e-9,
+			 (unsigned long long)p->meta.peak_readings, (double)p->meta.poll_ns * 1e-6);
+		add_comment(b, &cap_comments, text);
+	}
 	add_comment(b, &cap_comments,
 		    "each value is an estimate: a view's samples are Poisson, so a value "
 		    "resting on n samples has a relative error of about 1/sqrt(n)");

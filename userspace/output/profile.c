@@ -1,6 +1,9 @@
 /* Build the symbolized profile, shared by every output format. */
 #include "profile.h"
 
+#include "peak.h"
+#include "memprof_probe_abi.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +19,26 @@ int memprof_view_parse(const char *s)
 	return -1;
 }
 
-int profile_build(struct profile *p, const struct memprof_stack *stacks,
-		  const struct memprof_stack_agg *aggs, uint32_t n, struct dsym *dsym,
-		  const struct profile_meta *meta)
+int profile_build(struct profile *p, const struct memprof_stack *stacks, const __u64 *frames,
+		  uint64_t n_frames, const struct memprof_stack_agg *aggs, uint32_t n,
+		  struct dsym *dsym, const struct profile_meta *meta)
 {
-	struct profile_part part = {
-	    .pid = meta->pid, .stacks = stacks, .aggs = aggs, .n = n, .dsym = dsym};
+	struct profile_part part = {.pid = meta->pid,
+				    .stacks = stacks,
+				    .frames = frames,
+				    .n_frames = n_frames,
+				    .aggs = aggs,
+				    .n = n,
+				    .dsym = dsym};
 
 	return profile_build_parts(p, &part, 1, meta);
+}
+
+/* A Python frame entry (memprof_probe_abi.h), not a return address. */
+static int is_python_frame(uint64_t entry)
+{
+	return (entry & MEMPROF_PROBE_STACK_OCAML) &&
+	       MEMPROF_PROBE_STACK_FMT(entry) == MEMPROF_PROBE_PY_FRAME_V1;
 }
 
 static int add_part(struct profile *p, size_t part_index)
@@ -38,28 +53,60 @@ static int add_part(struct profile *p, size_t part_index)
 		const struct memprof_stack *st = &stacks[id];
 		struct profile_stack *s = &p->stacks[p->n_stacks];
 		uint32_t depth = st->len > MEMPROF_STACK_DEPTH ? MEMPROF_STACK_DEPTH : st->len;
+		const __u64 *pcs = part->frames + st->first_frame;
 		int any = 0;
 
+		/* Not possible by the tracer's invariant (tracer.h): a stack's
+		 * frames are in the part's arena. */
+		if ((uint64_t)st->first_frame + depth > part->n_frames)
+			depth = 0;
+
 		for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
-			/* Live is raised and lowered concurrently: read it as signed. */
-			s->bytes[v] = (int64_t)aggs[id].bytes[v];
-			s->samples[v] = (int64_t)aggs[id].samples[v];
-			s->objects[v] = (double)(int64_t)aggs[id].objects_q16[v] / 65536.0;
+			if (v < MEMPROF_N_KERNEL_VIEWS) {
+				/* Live is raised and lowered concurrently: read it as signed. */
+				s->bytes[v] = (int64_t)aggs[id].bytes[v];
+				s->samples[v] = (int64_t)aggs[id].samples[v];
+				s->objects[v] = (double)(int64_t)aggs[id].objects_q16[v] / 65536.0;
+			} else if (v == MEMPROF_VIEW_PEAK && id < part->n_peak) {
+				s->bytes[v] = part->peak[id].bytes;
+				s->samples[v] = part->peak[id].samples;
+				s->objects[v] = (double)part->peak[id].objects_q16 / 65536.0;
+			} else {
+				s->bytes[v] = s->samples[v] = 0, s->objects[v] = 0;
+			}
 			if (s->bytes[v] <= 0 || s->samples[v] <= 0)
 				s->bytes[v] = s->samples[v] = 0, s->objects[v] = 0;
 			any |= s->bytes[v] > 0;
 		}
 		if (!any)
 			continue;
+		/* The allocating domain: the outermost entry, not a frame. */
+		s->domain = 0;
+		s->domain_root[0] = '\0';
+		if (depth && MEMPROF_PROBE_STACK_IS_DOMAIN(pcs[depth - 1])) {
+			depth--;
+			s->domain = (int)(pcs[depth] & 0xffffu) + 1;
+			if (p->meta.names & PROFILE_NAME_BY_DOMAIN)
+				snprintf(s->domain_root, sizeof(s->domain_root), "domain %d",
+					 s->domain - 1);
+		}
 		s->frames = calloc(depth ? depth : 1, sizeof(*s->frames));
 		if (!s->frames)
 			return -1;
+		uint32_t kept = 0;
+		int python_seen = 0;
 		for (uint32_t i = 0; i < depth; i++) {
-			s->frames[i] = dsym_frame(dsym, st->pcs[i]);
-			if (!s->frames[i])
+			int python = is_python_frame(pcs[i]);
+
+			/* Past the innermost Python frame, native ones only with --native. */
+			if (python_seen && !python && !(p->meta.names & PROFILE_NAME_NATIVE))
+				continue;
+			python_seen |= python;
+			s->frames[kept] = dsym_frame(dsym, pcs[i]);
+			if (!s->frames[kept++])
 				return -1;
 		}
-		s->n_frames = depth;
+		s->n_frames = kept;
 		s->flags = st->flags;
 		s->part = part_index;
 		s->root = p->n_parts > 1 ? part->root : NULL;
@@ -130,27 +177,114 @@ void profile_free(struct profile *p)
 	p->n_stacks = 0;
 }
 
-size_t profile_stack_names(const struct profile_stack *s, const char **names, size_t max)
+size_t profile_stack_entries(const struct profile_stack *s, struct profile_name *out, size_t max)
 {
 	size_t n = 0;
 
 	if (!s->n_frames)
-		names[n++] = PROFILE_UNKNOWN_STACK;
+		out[n++] = (struct profile_name){PROFILE_UNKNOWN_STACK, NULL, NULL};
 	/* Room for the root markers. */
 	if (max && (s->flags & (MEMPROF_STACK_F_INNER | MEMPROF_STACK_F_CUT)))
 		max--;
 	if (max && s->root)
 		max--;
+	if (max && s->domain_root[0])
+		max--;
 	for (size_t i = 0; i < s->n_frames; i++)
 		for (size_t j = 0; j < s->frames[i]->n_lines && n < max; j++)
-			names[n++] = s->frames[i]->lines[j].function;
+			out[n++] = (struct profile_name){s->frames[i]->lines[j].function,
+							 &s->frames[i]->lines[j], s->frames[i]};
 	if (s->flags & MEMPROF_STACK_F_INNER)
-		names[n++] = PROFILE_INNER_STACK;
+		out[n++] = (struct profile_name){PROFILE_INNER_STACK, NULL, NULL};
 	else if (s->flags & MEMPROF_STACK_F_CUT)
-		names[n++] = PROFILE_CUT_STACK;
+		out[n++] = (struct profile_name){PROFILE_CUT_STACK, NULL, NULL};
+	if (s->domain_root[0])
+		out[n++] = (struct profile_name){s->domain_root, NULL, NULL};
 	if (s->root)
-		names[n++] = s->root;
+		out[n++] = (struct profile_name){s->root, NULL, NULL};
 	return n;
+}
+
+size_t profile_stack_names(const struct profile_stack *s, const char **names, size_t max)
+{
+	struct profile_name e[PROFILE_MAX_NAMES];
+	size_t n = profile_stack_entries(s, e, max < PROFILE_MAX_NAMES ? max : PROFILE_MAX_NAMES);
+
+	for (size_t i = 0; i < n; i++)
+		names[i] = e[i].name;
+	return n;
+}
+
+/* Is name[i] the '<' or '>' of an operator's name (operator<, operator<<=, operator->)? */
+static int in_operator(const char *name, size_t i)
+{
+	size_t k = i;
+
+	while (k > 0 && strchr("<>=-", name[k - 1]))
+		k--;
+	return k >= 8 && !strncmp(name + k - 8, "operator", 8);
+}
+
+/* name with its template arguments as <...>, into out (at most len - 1 bytes). */
+static size_t short_name(const char *name, char *out, size_t len)
+{
+	size_t o = 0;
+	int depth = 0;
+
+	for (size_t i = 0; name[i] && o + 1 < len; i++) {
+		char c = name[i];
+
+		if ((c == '<' || c == '>') && in_operator(name, i)) {
+			if (!depth)
+				out[o++] = c;
+			continue;
+		}
+		if (c == '<') {
+			if (!depth++) {
+				out[o++] = '<';
+				for (const char *d = "..."; *d && o + 1 < len; d++)
+					out[o++] = *d;
+			}
+			continue;
+		}
+		if (c == '>' && depth) {
+			if (!--depth && o + 1 < len)
+				out[o++] = '>';
+			continue;
+		}
+		if (!depth)
+			out[o++] = c;
+	}
+	out[o] = '\0';
+	return o;
+}
+
+void profile_name_format(const char *name, const char *file, int line, unsigned flags, char *buf,
+			 size_t len)
+{
+	size_t o;
+
+	if (!len)
+		return;
+	if (flags & PROFILE_NAME_SHORT)
+		o = short_name(name, buf, len);
+	else
+		o = (size_t)snprintf(buf, len, "%s", name);
+	if (o >= len)
+		o = len - 1;
+	if ((flags & PROFILE_NAME_LINES) && file && line > 0)
+		snprintf(buf + o, len - o, " (%s:%d)", file, line);
+}
+
+char *profile_name_dup(const struct profile_name *n, unsigned flags)
+{
+	size_t len = strlen(n->name) + 32 + (n->line && n->line->file ? strlen(n->line->file) : 0);
+	char *out = malloc(len);
+
+	if (out)
+		profile_name_format(n->name, n->line ? n->line->file : NULL,
+				    n->line ? n->line->line : 0, flags, out, len);
+	return out;
 }
 
 double profile_bytes_per_sample(const struct profile *p, int64_t bytes, int64_t samples)

@@ -13,6 +13,7 @@ static const char *const view_meaning[MEMPROF_N_VIEWS] = {
     "blocks still alive when tracing stopped",
     "blocks that survived a minor collection",
     "blocks freed while young",
+    "live blocks when the total live memory read was highest",
 };
 
 struct row {
@@ -50,21 +51,40 @@ static int row_cmp(const void *a, const void *b)
 	return strcmp(x->label, y->label);
 }
 
-/* Root-first frames joined by ';', malloc'ed. */
-static char *stack_label(const struct profile_stack *s)
+/* Root-first frames joined by ';', each as flags (PROFILE_NAME_*) print it;
+ * malloc'ed. */
+static char *stack_label(const struct profile_stack *s, unsigned flags)
 {
-	const char *names[PROFILE_MAX_NAMES];
-	size_t n = profile_stack_names(s, names, PROFILE_MAX_NAMES), len = 1, o = 0;
-	char *out;
+	struct profile_name names[PROFILE_MAX_NAMES];
+	size_t n = profile_stack_entries(s, names, PROFILE_MAX_NAMES), len = 1, o = 0;
+	char *out, *owned[PROFILE_MAX_NAMES];
+	const char *str[PROFILE_MAX_NAMES];
 
-	for (size_t i = 0; i < n; i++)
-		len += strlen(names[i]) + 1;
+	for (size_t i = 0; i < n; i++) {
+		owned[i] = flags && names[i].line ? profile_name_dup(&names[i], flags) : NULL;
+		str[i] = owned[i] ? owned[i] : names[i].name;
+		len += strlen(str[i]) + 1;
+	}
 	out = malloc(len);
-	if (!out)
-		return NULL;
-	for (size_t i = n; i-- > 0;)
-		o += (size_t)sprintf(out + o, "%s%s", o ? ";" : "", names[i]);
-	out[o] = '\0';
+	if (out) {
+		for (size_t i = n; i-- > 0;)
+			o += (size_t)sprintf(out + o, "%s%s", o ? ";" : "", str[i]);
+		out[o] = '\0';
+	}
+	for (size_t i = 0; i < n; i++)
+		free(owned[i]);
+	return out;
+}
+
+/* The site of a stack, "name (file:line)", malloc'ed. */
+static char *site_label(const struct profile_stack *s, unsigned flags)
+{
+	struct site st = site_of_stack_site(s);
+	size_t len = strlen(st.name) + (st.file ? strlen(st.file) : 0) + 32;
+	char *out = malloc(len);
+
+	if (out)
+		site_format(&st, flags, out, len);
 	return out;
 }
 
@@ -83,7 +103,7 @@ static struct row *rows_of(const struct profile *p, int v, int by_stack, size_t 
 
 		if (s->bytes[v] <= 0)
 			continue;
-		label = by_stack ? stack_label(s) : strdup(site_of_stack(s));
+		label = by_stack ? stack_label(s, p->meta.names) : site_label(s, p->meta.names);
 		if (!label)
 			goto oom;
 		for (j = 0; j < n && strcmp(rows[j].label, label); j++)
@@ -166,6 +186,16 @@ int text_report_write(FILE *out, const struct profile *p)
 		fprintf(out, "\n== %s (%s): %s, %.0f objects, %lld samples\n",
 			memprof_view_names[v], view_meaning[v], b, p->total_objects[v],
 			(long long)p->total_samples[v]);
+		if (v == MEMPROF_VIEW_PEAK && p->meta.peak_readings)
+			fprintf(out,
+				"   read at %.3f s since the start, the highest of %llu readings "
+				"about %.0f ms apart (a higher peak between two is not seen)\n",
+				(double)p->meta.peak_t_ns * 1e-9,
+				(unsigned long long)p->meta.peak_readings,
+				(double)p->meta.poll_ns * 1e-6);
+		else if (v == MEMPROF_VIEW_PEAK)
+			fprintf(out,
+				"   not read: this profile has no readings of the live view\n");
 		fprintf(out, "-- by site\n");
 		if (print_table(out, p, v, 0))
 			return -1;

@@ -178,7 +178,9 @@ enum timeline_format timeline_format_of_path(const char *path)
 /* ---- Per-site series ---- */
 
 struct series {
-	const char *name;	 /* the site */
+	const char *name;	 /* the site: its function, */
+	const char *file;	 /* file (NULL: unknown) */
+	int line;		 /* and line */
 	size_t part;		 /* its process; SIZE_MAX: the other sites */
 	double *bytes, *samples; /* per point */
 	double peak;
@@ -197,7 +199,11 @@ static int series_cmp(const void *a, const void *b)
 		return x->peak < y->peak ? 1 : -1;
 	if (x->part != y->part)
 		return x->part < y->part ? -1 : 1;
-	return strcmp(x->name, y->name);
+	{
+		struct site sx = {x->name, x->file, x->line}, sy = {y->name, y->file, y->line};
+
+		return site_compare(&sx, &sy);
+	}
 }
 
 static void sites_free(struct sites *st)
@@ -222,7 +228,7 @@ static int series_alloc(struct series *s, const char *name, size_t part, size_t 
 
 /*
  * Group the stacks by site (per process), keep the TIMELINE_TOP_SITES
- * largest peaks.  site_of[part] maps a stack id of that process to its
+ * largest peaks above 0 B.  site_of[part] maps a stack id of that process to its
  * series.
  */
 static int sites_build(struct sites *st, const struct timeline *tl, const struct profile *p)
@@ -258,16 +264,22 @@ static int sites_build(struct sites *st, const struct timeline *tl, const struct
 	if (!all)
 		goto oom;
 	for (size_t i = 0; i < p->n_stacks; i++) {
-		const char *name = site_of_stack(&p->stacks[i]);
+		struct site st = site_of_stack_site(&p->stacks[i]);
 		size_t k = p->stacks[i].part, j;
 
 		if (k >= n_parts)
 			continue;
-		for (j = 0; j < n_all && (all[j].part != k || strcmp(all[j].name, name)); j++)
-			;
+		for (j = 0; j < n_all; j++) {
+			struct site sj = {all[j].name, all[j].file, all[j].line};
+
+			if (all[j].part == k && !site_compare(&sj, &st))
+				break;
+		}
 		if (j == n_all) {
 			n_alloc++;
-			if (series_alloc(&all[n_all++], name, k, tl->n))
+			all[n_all].file = st.file;
+			all[n_all].line = st.line;
+			if (series_alloc(&all[n_all++], st.name, k, tl->n))
 				goto oom;
 		}
 		site_of[k][p->stacks[i].id] = j;
@@ -294,7 +306,9 @@ static int sites_build(struct sites *st, const struct timeline *tl, const struct
 			if (all[j].bytes[t] > all[j].peak)
 				all[j].peak = all[j].bytes[t];
 	qsort(all, n_all, sizeof(*all), series_cmp);
-	top = n_all < TIMELINE_TOP_SITES ? n_all : TIMELINE_TOP_SITES;
+	/* Sites that never held a byte at any point are left out (largest first). */
+	for (top = 0; top < n_all && top < TIMELINE_TOP_SITES && all[top].peak > 0; top++)
+		;
 	/* Past the top sites, everything joins "other". */
 	for (size_t j = top; j < n_all; j++) {
 		for (size_t t = 0; t < tl->n; t++) {
@@ -332,26 +346,40 @@ oom:
 /* The name a series shows: its site, with its process when there are several. */
 static void series_label(const struct profile *p, const struct series *s, char *buf, size_t len)
 {
-	if (s->part == SIZE_MAX)
+	struct site st = {s->name, s->file, s->line};
+	char name[LIFETIME_LABEL_LEN];
+
+	if (s->part == SIZE_MAX) {
 		snprintf(buf, len, "%s", s->name);
-	else
-		lifetime_site_label(p, s->part, s->name, buf, len);
+		return;
+	}
+	site_format(&st, p->meta.names, name, sizeof(name));
+	lifetime_site_label(p, s->part, name, buf, len);
 }
 
 static int write_csv(FILE *out, const struct timeline *tl, const struct profile *p,
 		     const struct sites *st)
 {
-	fprintf(out, "time_s,gcs,site,live_bytes,live_samples,pid\n");
+	fprintf(out, "time_s,gcs,site,live_bytes,live_samples,pid,file,line\n");
 	for (size_t t = 0; t < tl->n; t++)
 		for (size_t j = 0; j < st->n; j++) {
 			const struct series *s = &st->s[j];
+			char name[LIFETIME_LABEL_LEN];
 
 			fprintf(out, "%.3f,%llu,", (double)tl->pts[t].t_ns / 1e9,
 				(unsigned long long)tl->pts[t].gcs);
-			csv_field(out, s->name);
+			profile_name_format(s->name, NULL, 0, p->meta.names & PROFILE_NAME_SHORT,
+					    name, sizeof(name));
+			csv_field(out, name);
 			fprintf(out, ",%.0f,%.0f,", s->bytes[t], s->samples[t]);
 			if (s->part < p->n_parts)
 				fprintf(out, "%d", (int)p->parts[s->part].pid);
+			fputc(',', out);
+			if (s->file)
+				csv_field(out, s->file);
+			fputc(',', out);
+			if (s->line > 0)
+				fprintf(out, "%d", s->line);
 			fputc('\n', out);
 		}
 	return ferror(out) ? -1 : 0;
@@ -365,6 +393,9 @@ static int write_csv(FILE *out, const struct timeline *tl, const struct profile 
 #define PLOT_W 870
 #define PLOT_H 340
 #define LEGEND_ROW 20
+/* The legend is monospace, so its widths are known: 12 px DejaVu Sans Mono. */
+#define LEGEND_CHAR_W 7.3
+#define LEGEND_SWATCH 18 /* the colour square and its gap */
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
@@ -397,11 +428,58 @@ static double nice_step(double span, int n, double base)
 	return (base == 10 ? 10 : 8) * p;
 }
 
+/* A legend entry, "label (peak N)", cut with an ellipsis to chars characters. */
+static void legend_entry(const struct profile *p, const struct series *s, char *buf, size_t len,
+			 size_t chars)
+{
+	char label[LIFETIME_LABEL_LEN], b[32], peak[48];
+	size_t k = 0, cps = 0, room;
+
+	human_bytes(b, sizeof(b), s->peak);
+	snprintf(peak, sizeof(peak), " (peak %s)", b);
+	series_label(p, s, label, sizeof(label));
+	room = chars > strlen(peak) + 2 ? chars - strlen(peak) : 2;
+	for (const char *c = label; *c; c++)
+		cps += ((unsigned char)*c & 0xc0) != 0x80;
+	if (cps > room) {
+		/* The first room - 1 code points, then the ellipsis. */
+		for (cps = 0; label[k]; k++)
+			if (((unsigned char)label[k] & 0xc0) != 0x80 && cps++ == room - 1)
+				break;
+		snprintf(buf, len, "%.*s\u2026%s", (int)k, label, peak);
+	} else {
+		snprintf(buf, len, "%s%s", label, peak);
+	}
+}
+
+/* Characters of the longest legend entry, uncut. */
+static size_t legend_widest(const struct profile *p, const struct sites *st)
+{
+	char buf[LIFETIME_LABEL_LEN + 64];
+	size_t widest = 0;
+
+	for (size_t j = 0; j < st->n; j++) {
+		size_t n = 0;
+
+		legend_entry(p, &st->s[j], buf, sizeof(buf), sizeof(buf));
+		for (const char *c = buf; *c; c++)
+			n += ((unsigned char)*c & 0xc0) != 0x80;
+		if (n > widest)
+			widest = n;
+	}
+	return widest;
+}
+
 static int write_svg(FILE *out, const struct timeline *tl, const struct profile *p,
 		     const struct sites *st)
 {
 	double t_end = tl->n ? (double)tl->pts[tl->n - 1].t_ns / 1e9 : 1, y_max = 0, step;
-	int height = PLOT_Y + PLOT_H + 50 + (int)((st->n + 1) / 2) * LEGEND_ROW + 10;
+	/* Two columns when every entry fits half the plot's width, else one. */
+	size_t half = (size_t)((PLOT_W / 2 - LEGEND_SWATCH - 8) / LEGEND_CHAR_W);
+	int cols = legend_widest(p, st) <= half ? 2 : 1;
+	size_t chars = (size_t)((PLOT_W / cols - LEGEND_SWATCH - 8) / LEGEND_CHAR_W);
+	int height = PLOT_Y + PLOT_H + 50 +
+		     (int)((st->n + (size_t)cols - 1) / (size_t)cols) * LEGEND_ROW + 10;
 	double *cum = calloc(tl->n ? tl->n : 1, sizeof(double));
 	char b[32];
 
@@ -431,7 +509,8 @@ static int write_svg(FILE *out, const struct timeline *tl, const struct profile 
 	fprintf(out, "<style>text{font-family:'DejaVu Sans',sans-serif;font-size:12px;fill:#222}"
 		     "#title{font-size:16px}.grid{stroke:#ddd;stroke-width:1}"
 		     ".axis{stroke:#444;stroke-width:1}.gc{stroke:#c00;stroke-width:1}"
-		     "path.a:hover{opacity:0.8}</style>\n");
+		     "path.a:hover{opacity:0.8}"
+		     "text.lg{font-family:'DejaVu Sans Mono',monospace}</style>\n");
 	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fbf8f1\"/>\n", SVG_W,
 		height);
 	if (p->n_parts > 1)
@@ -509,25 +588,25 @@ static int write_svg(FILE *out, const struct timeline *tl, const struct profile 
 	if (!tl->n)
 		fprintf(out, "<text x=\"%d\" y=\"%d\">no point was taken</text>\n", PLOT_X + 10,
 			PLOT_Y + 20);
-	/* Legend: two columns, in stacking order. */
+	/* Legend: in stacking order, each entry cut to fit its column. */
 	for (size_t j = 0; j < st->n; j++) {
-		int x = PLOT_X + (int)(j % 2) * (PLOT_W / 2);
-		int y = PLOT_Y + PLOT_H + 56 + (int)(j / 2) * LEGEND_ROW;
-		char name[72], label[LIFETIME_LABEL_LEN];
+		int x = PLOT_X + (int)(j % (size_t)cols) * (PLOT_W / cols);
+		int y = PLOT_Y + PLOT_H + 56 + (int)(j / (size_t)cols) * LEGEND_ROW;
+		char entry[LIFETIME_LABEL_LEN + 64];
 
-		human_bytes(b, sizeof(b), st->s[j].peak);
-		series_label(p, &st->s[j], label, sizeof(label));
-		if (strlen(label) > 60)
-			snprintf(name, sizeof(name), "%.57s...", label);
-		else
-			snprintf(name, sizeof(name), "%s", label);
+		legend_entry(p, &st->s[j], entry, sizeof(entry), chars);
 		fprintf(out,
 			"<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-			"<text x=\"%d\" y=\"%d\">",
-			x, y - 10, palette[j % (sizeof(palette) / sizeof(palette[0]))], x + 18, y);
-		xml_text(out, name);
-		fprintf(out, " (peak %s)</text>\n", b);
+			"<text class=\"lg\" x=\"%d\" y=\"%d\">",
+			x, y - 10, palette[j % (sizeof(palette) / sizeof(palette[0]))],
+			x + LEGEND_SWATCH, y);
+		xml_text(out, entry);
+		fputs("</text>\n", out);
 	}
+	if (!st->n && tl->n)
+		fprintf(out,
+			"<text x=\"%d\" y=\"%d\">no site held live memory at any point</text>\n",
+			PLOT_X + 10, PLOT_Y + 20);
 	fprintf(out, "</svg>\n");
 #undef X
 #undef Y

@@ -1,8 +1,9 @@
 /*
  * The tracing session of attach and top (session.h): start (the machine's
  * checks, scan or inject, load, rate, attach), polls, detach, free.  The
- * options are in session_opts.c, what it says on stderr in
- * session_notes.c, what it writes in session_write.c.
+ * options are in session_opts.c, the scan or injection of a target in
+ * session_inject.c, what it says on stderr in session_notes.c, what it
+ * writes in session_write.c.
  */
 #include "session.h"
 
@@ -21,7 +22,6 @@
 
 #include "trace/control.h"
 #include "trace/environ_check.h"
-#include "trace/inject.h"
 #include "session_internal.h"
 
 /* The target's mappings are re-read every poll. */
@@ -154,12 +154,22 @@ static int report_rate(struct session *s, const struct traced *p)
  * The host stopped following blocks it had sampled for us while they were
  * alive (MEMPROF_PROBE_F_FORGOT): no dealloc will come for them.
  */
-static int host_forgot_blocks(const struct traced *p)
+static int host_forgot_blocks(const struct memprof_probe_control *ctl)
 {
-	struct memprof_probe_control ctl;
+	return (ctl->flags & MEMPROF_PROBE_F_FORGOT) != 0;
+}
 
-	return p->t.control_addr && !control_read(p->pid, p->t.control_addr, &ctl) &&
-	       (ctl.flags & MEMPROF_PROBE_F_FORGOT);
+/*
+ * An in-process profile (the program's own Gc.Memprof, memprof_start)
+ * took sampling over from this tracer while it was attached: the control
+ * block said TRACER, and now says IN_PROCESS.  (One already in force at the
+ * attach is said by report_rate.)
+ */
+static int host_taken_over(struct traced *p, const struct memprof_probe_control *ctl)
+{
+	if (ctl->flags & MEMPROF_PROBE_F_TRACER)
+		p->saw_tracer = 1;
+	return p->saw_tracer && (ctl->flags & MEMPROF_PROBE_F_IN_PROCESS);
 }
 
 static int semaphore_lost(const struct target *t)
@@ -187,123 +197,6 @@ static void refresh_maps(pid_t pid, struct symbolizer *sym)
 		proc_maps_free(&maps);
 }
 
-/* Statuses of scan_or_inject beyond target_scan's. */
-enum { TARGET_INJECT_FAILED = 100, TARGET_INJECT_DENIED };
-
-/*
- * The malloc host to inject: --preload, or libmemprof-preload.so next to
- * this program, or in ../lib (where an installation puts it).  out:
- * PATH_MAX bytes.
- */
-static int preload_path(const struct attach_opts *o, char *out, char *err, size_t errlen)
-{
-	char self[PATH_MAX], dir[PATH_MAX];
-	const char *candidates[] = {"%s/libmemprof-preload.so", "%s/../lib/libmemprof-preload.so"};
-
-	if (o->preload) {
-		if (!realpath(o->preload, out)) {
-			snprintf(err, errlen, "--preload %.300s: %s", o->preload, strerror(errno));
-			return -1;
-		}
-		return 0;
-	}
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0) {
-		snprintf(err, errlen, "cannot find this program's path: %s", strerror(errno));
-		return -1;
-	}
-	self[n] = 0;
-	snprintf(dir, sizeof(dir), "%s", self);
-	*strrchr(dir, '/') = 0;
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-		char path[PATH_MAX + 64];
-
-		snprintf(path, sizeof(path), candidates[i], dir);
-		if (realpath(path, out) && !access(out, R_OK))
-			return 0;
-	}
-	snprintf(
-	    err, errlen,
-	    "no libmemprof-preload.so next to %.300s or in ../lib to inject; give --preload LIB",
-	    self);
-	return -1;
-}
-
-/*
- * Find the probes; a process without them gets the malloc host loaded into
- * it (unless --no-inject), and is scanned again.  A process that has them
- * (preloaded, a memprof runtime, injected before) is never injected.
- */
-static int scan_or_inject(const struct attach_opts *o, struct traced *p, char *err, size_t errlen)
-{
-	enum target_status st = target_scan(p->pid, p->sym, &p->t, err, errlen);
-	struct inject_result res;
-	char lib[PATH_MAX];
-
-	if (st == TARGET_NO_PROBES && proc_is_kernel_thread(p->pid)) {
-		snprintf(err, errlen,
-			 "process %d is a kernel thread: it has no user memory and no memprof "
-			 "probes to trace",
-			 (int)p->pid);
-		return st;
-	}
-	if (st != TARGET_NO_PROBES || o->no_inject) {
-		if (st == TARGET_NO_PROBES)
-			strncat(err, "; --no-inject: not loading the malloc host",
-				errlen - strlen(err) - 1);
-		return st;
-	}
-	target_free(&p->t);
-	if (preload_path(o, lib, err, errlen))
-		return TARGET_INJECT_FAILED;
-	switch (inject_library(p->pid, lib, &res, err, errlen)) {
-	case INJECT_OK:
-		break;
-	case INJECT_DENIED:
-		return TARGET_INJECT_DENIED;
-	default:
-		return TARGET_INJECT_FAILED;
-	}
-	fprintf(
-	    stderr,
-	    "memprof-bpf: note: process %d had no memprof probes: loaded %s into it (its thread "
-	    "%d paused %.2f ms); it stays loaded after detach\n",
-	    (int)p->pid, lib, (int)res.tid, res.pause_ms);
-	if (o->verbose)
-		fprintf(stderr, "memprof-bpf: injection: %u interruption(s), %.2f ms in all\n",
-			res.attempts, res.total_ms);
-	st = target_scan(p->pid, p->sym, &p->t, err, errlen);
-	if (st == TARGET_NO_PROBES)
-		snprintf(err, errlen, "process %d: %.300s was loaded but shows no memprof probes",
-			 (int)p->pid, lib);
-	return st;
-}
-
-/*
- * A timeline point of every process, if one is due (or forced).  An exited
- * process keeps its last aggregates (the mmapped arrays stay).
- */
-static void timeline_point(struct session *s, int force)
-{
-	struct timeline_source src[SESSION_MAX_PIDS];
-	uint64_t gcs = 0;
-
-	if (!s->tl.pts || s->detached)
-		return;
-	for (int i = 0; i < s->n; i++) {
-		const struct tracer *tr = &s->procs[i].tr;
-
-		src[i] =
-		    (struct timeline_source){.aggs = tr->aggs, .n_stacks = tracer_n_stacks(tr)};
-		gcs += tracer_counter(tr, MEMPROF_CNT_GCS);
-	}
-	if (timeline_sample_parts(&s->tl, session_mono_ns(), src, (size_t)s->n, gcs, force) < 0 &&
-	    !s->tl_noted) {
-		s->tl_noted = 1;
-		session_note(s, "note: out of memory: the timeline stops here");
-	}
-}
-
 /* A stop signal came while p was being attached: say so (with what the
  * injector said, if it was interrupted).  SESSION_INTERRUPTED. */
 static int attach_interrupted(const struct traced *p, const char *why)
@@ -318,11 +211,21 @@ static int attach_interrupted(const struct traced *p, const char *why)
 static int attach_one(struct session *s, struct traced *p)
 {
 	char err[ERR_LEN];
-	int ts; /* scan_or_inject: a target_status or TARGET_INJECT_* */
+	int ts; /* session_scan_or_inject: a target_status or TARGET_INJECT_* */
 	int code;
 
 	if (kill(p->pid, 0) && errno == ESRCH)
 		return cli_die(EXIT_TARGET, "no process with pid %d", (int)p->pid);
+	/*
+	 * Uprobe events are bound to a process through its main thread: once
+	 * that has exited (a zombie whose other threads run on), the kernel
+	 * fires them nowhere and raises no semaphore.  Say so, untouched.
+	 */
+	if (proc_live_tid(p->pid) != p->pid)
+		return cli_die(EXIT_TARGET,
+			       "process %d: its main thread has exited while its other threads run "
+			       "on; uprobes cannot follow such a process: not attaching",
+			       (int)p->pid);
 	/*
 	 * The rights the attach needs, probed before the target is touched
 	 * (no injection, no rate written): CAP_BPF and CAP_PERFMON pass the
@@ -330,7 +233,7 @@ static int attach_one(struct session *s, struct traced *p)
 	 * CAP_SYS_ADMIN.  A kernel thread has no probes to be refused.
 	 */
 	if (!proc_is_kernel_thread(p->pid)) {
-		int probe = environ_probe_uprobes(p->pid, err, sizeof(err));
+		int probe = environ_probe_uprobes(p->pid, &p->probe_fd, err, sizeof(err));
 
 		if (probe)
 			return attach_fail(p, probe == -2 ? EXIT_TARGET : EXIT_DENIED, "%s", err);
@@ -338,7 +241,7 @@ static int attach_one(struct session *s, struct traced *p)
 	p->sym = symbolizer_new();
 	if (!p->sym)
 		return cli_die(EXIT_FAILED, "out of memory");
-	ts = scan_or_inject(s->o, p, err, sizeof(err));
+	ts = session_scan_or_inject(s->o, p, err, sizeof(err));
 	/* A stop signal during the start: no BPF object is loaded for nothing. */
 	if (session_stop_requested)
 		return attach_interrupted(p, ts == TARGET_OK ? NULL : err);
@@ -358,7 +261,7 @@ static int attach_one(struct session *s, struct traced *p)
 	profile_process_name(p->pid, p->name, sizeof(p->name));
 	/* The BPF object first: a failure to load it leaves the target as it was. */
 	p->opened = 1;
-	switch (tracer_open(&p->tr, p->pid, s->o->max_blocks, s->o->max_stacks, err, sizeof(err))) {
+	switch (tracer_open(&p->tr, &p->t, s->o->max_blocks, s->o->max_stacks, err, sizeof(err))) {
 	case TRACER_OK:
 		break;
 	case TRACER_DENIED:
@@ -373,9 +276,17 @@ static int attach_one(struct session *s, struct traced *p)
 		return code;
 	if (tracer_attach(&p->tr, &p->t, err, sizeof(err)) != TRACER_OK)
 		return attach_fail(p, EXIT_FAILED, "%s", err);
-	if (s->o->verbose)
+	if (s->o->verbose) {
+		char costs[1024], maps[512];
+		uint64_t mem = tracer_map_memory(&p->tr, maps, sizeof(maps));
+
+		tracer_describe_costs(&p->tr, costs, sizeof(costs));
 		fprintf(stderr, "memprof-bpf: attached to %zu probe file(s) of process %d\n",
 			p->t.n_files, (int)p->pid);
+		fprintf(stderr, "memprof-bpf: start-up: %s\n", costs);
+		fprintf(stderr, "memprof-bpf: maps: %.1f MiB of kernel memory (%s)\n",
+			mem / 1048576.0, maps);
+	}
 	return EXIT_OK;
 }
 
@@ -497,13 +408,15 @@ int session_start(struct session *s, const struct attach_opts *o)
 		char state;
 
 		proc_state(s->procs[i].pid, &state, &s->procs[i].cpu0);
+		if (environ_hidden_allocator(s->procs[i].pid, err, sizeof(err)))
+			session_note(s, "%s", err);
 	}
-	if (o->timeline_path) {
-		if (timeline_init(&s->tl, session_mono_ns(), SESSION_POLL_MS * 1000000LL,
-				  TIMELINE_MAX_POINTS))
-			session_note(s, "note: out of memory: no timeline");
-		timeline_point(s, 1);
-	}
+	if (o->timeline_path && timeline_init(&s->tl, session_mono_ns(),
+					      SESSION_POLL_MS * 1000000LL, TIMELINE_MAX_POINTS))
+		session_note(s, "note: out of memory: no timeline");
+	peak_init(&s->peak, session_mono_ns());
+	peak_init(&s->snap_peak, session_mono_ns());
+	session_read_live(s, 1);
 	return EXIT_OK;
 }
 
@@ -554,7 +467,19 @@ int session_poll(struct session *s, unsigned poll)
 			    "stopped sampling; the output covers the time before",
 			    (int)p->pid);
 		}
-		if (!p->forgot_noted && host_forgot_blocks(p)) {
+		struct memprof_probe_control ctl;
+		int ctl_ok = p->t.control_addr && !control_read(p->pid, p->t.control_addr, &ctl);
+
+		if (ctl_ok && !p->taken_over_noted && host_taken_over(p, &ctl)) {
+			p->taken_over_noted = 1;
+			session_note(
+			    s,
+			    "note: process %d's own profile took sampling over at rate %g: "
+			    "from now on this tracer sees that profile's samples, at its "
+			    "rate",
+			    (int)p->pid, ctl.active_rate);
+		}
+		if (ctl_ok && !p->forgot_noted && host_forgot_blocks(&ctl)) {
 			p->forgot_noted = 1;
 			session_note(
 			    s,
@@ -568,25 +493,51 @@ int session_poll(struct session *s, unsigned poll)
 			session_note(s, "cannot read the block map: %s", strerror(errno));
 		if (poll % MAPS_REFRESH_POLLS == 0)
 			refresh_maps(p->pid, p->sym);
+		int rc = tracer_sync(&p->tr);
+
+		if (rc && s->o->verbose)
+			session_note(s, "cannot map the stack table: %s", strerror(-rc));
 	}
-	timeline_point(s, 0);
+	session_read_live(s, 0);
 	return alive;
 }
 
-/* How long detach waits for the targets to hand over their queued events. */
-#define FLUSH_WAIT_S 0.2
+/*
+ * How long detach waits for the targets to hand over their queued events:
+ * while some target that has not served its request still uses CPU time
+ * (it will reach a poll), up to FLUSH_WAIT_MAX_S; FLUSH_IDLE_S after they
+ * all stopped using any (idle: they would not poll before long).  A busy
+ * target on a loaded machine may take more than a fraction of a second.
+ */
+#define FLUSH_WAIT_MAX_S 3.0
+#define FLUSH_IDLE_S 0.2
+
+/* The CPU time of the targets still waited for (seq[i] != 0). */
+static double waited_cpu(const struct session *s, const uint64_t *seq)
+{
+	double sum = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		char state;
+		double cpu;
+
+		if (seq[i] && !proc_state(s->procs[i].pid, &state, &cpu))
+			sum += cpu;
+	}
+	return sum;
+}
 
 /*
  * Ask every live target for the promote/dealloc events it has queued
- * (memprof_probe_abi.h, flush_request) and wait until each served it, or
- * FLUSH_WAIT_S: a target that does not poll meanwhile (idle, or a host
- * without queues) keeps them, as it would have kept them after detach.
+ * (memprof_probe_abi.h, flush_request) and wait until each served it (see
+ * FLUSH_WAIT_MAX_S): a target that does not poll meanwhile (idle, or a
+ * host without queues) keeps them, as it would have kept them after detach.
  */
 static void request_flushes(struct session *s)
 {
 	uint64_t seq[SESSION_MAX_PIDS];
 	int waiting = 0;
-	double end = session_now() + FLUSH_WAIT_S;
+	double start = session_now(), progress_at = start, cpu;
 
 	for (int i = 0; i < s->n; i++) {
 		struct traced *p = &s->procs[i];
@@ -598,15 +549,25 @@ static void request_flushes(struct session *s)
 		else
 			seq[i] = 0;
 	}
-	while (waiting && session_now() < end) {
+	cpu = waited_cpu(s, seq);
+	while (waiting && session_now() < start + FLUSH_WAIT_MAX_S &&
+	       session_now() < progress_at + FLUSH_IDLE_S) {
 		const struct timespec pause = {0, 2000000};
+		double now_cpu;
 
 		nanosleep(&pause, NULL);
 		waiting = 0;
-		for (int i = 0; i < s->n; i++)
+		for (int i = 0; i < s->n; i++) {
 			if (seq[i] && control_flushed(s->procs[i].pid, s->procs[i].t.control_addr,
 						      seq[i]) == 0)
 				waiting++;
+			else
+				seq[i] = 0;
+		}
+		now_cpu = waited_cpu(s, seq);
+		if (now_cpu > cpu)
+			progress_at = session_now();
+		cpu = now_cpu;
 	}
 }
 
@@ -618,7 +579,10 @@ void session_detach(struct session *s)
 	if (s->detached)
 		return;
 	request_flushes(s);
-	timeline_point(s, 1); /* the last point: live memory when sampling stops */
+	for (int i = 0; i < s->n; i++)
+		if (s->procs[i].opened && s->procs[i].tr.skel)
+			tracer_sync(&s->procs[i].tr); /* a failure is said below */
+	session_read_live(s, 1); /* the last reading: live memory when sampling stops */
 	s->detached = 1;
 	for (int i = 0; i < s->n; i++) {
 		struct traced *p = &s->procs[i];
@@ -630,7 +594,7 @@ void session_detach(struct session *s)
 	}
 	for (int i = 0; i < s->n; i++)
 		if (s->procs[i].opened)
-			tracer_detach(&s->procs[i].tr); /* its semaphores drop: it stops sampling */
+			tracer_detach(&s->procs[i].tr); /* the views stop changing */
 	for (int i = 0; i < s->n; i++) {
 		struct traced *p = &s->procs[i];
 
@@ -645,7 +609,27 @@ void session_detach(struct session *s)
 		else if (s->start_mono && !p->exited &&
 			 !tracer_counter(&p->tr, MEMPROF_CNT_SAMPLES))
 			session_note_empty(s, p, seconds);
+		uint64_t t0 = (uint64_t)session_mono_ns();
+
+		int rc;
+
 		tracer_read_blocks(&p->tr);
+		if ((rc = tracer_sync(&p->tr)))
+			fprintf(stderr,
+				"memprof-bpf: cannot map the stack table of process %d: %s "
+				"(the profile has the stacks mapped before)\n",
+				(int)p->pid, strerror(-rc));
+		if ((rc = tracer_read_lifetimes(&p->tr)))
+			fprintf(stderr,
+				"memprof-bpf: cannot read the lifetimes of process %d: %s "
+				"(no lifetimes of blocks that died)\n",
+				(int)p->pid, strerror(-rc));
+		if (s->o->verbose)
+			fprintf(stderr,
+				"memprof-bpf: stop: block map and lifetimes of process %d read in "
+				"%.1f ms; maps hold %.1f MiB of kernel memory\n",
+				(int)p->pid, ((uint64_t)session_mono_ns() - t0) / 1e6,
+				tracer_map_memory(&p->tr, NULL, 0) / 1048576.0);
 	}
 }
 
@@ -656,11 +640,15 @@ void session_free(struct session *s)
 
 		if (p->opened)
 			tracer_close(&p->tr);
+		if (p->probe_fd > 0)
+			close(p->probe_fd);
 		target_free(&p->t);
 		if (p->sym)
 			symbolizer_free(p->sym);
 		free(p->snap_prev);
 	}
 	timeline_free(&s->tl);
+	peak_free(&s->peak);
+	peak_free(&s->snap_peak);
 	s->n = 0;
 }

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "output/output.h"
+#include "output/peak.h"
 #include "trace/target.h"
 #include "trace/tracer.h"
 
@@ -32,7 +33,9 @@ struct attach_opts {
 	uint32_t max_stacks; /* 0: the default size of the stack table */
 	enum output_format format;
 	int no_dwarf;
+	unsigned names;	     /* PROFILE_NAME_*: --lines, --short-names, --by-domain, --native */
 	int no_inject;	     /* refuse a process without probes instead of injecting */
+	int inject_malloc;   /* the malloc host even into an OCaml program (ocaml_runtime.h) */
 	const char *preload; /* library to inject, NULL: found next to the loader */
 	/* --ready-file: removed at the start, written (the traced PIDs, one a
 	 * line, whole by a rename) once every target's probes are attached and
@@ -61,9 +64,14 @@ void attach_opts_init(struct attach_opts *o);
 	    {"max-stacks", required_argument, NULL, OPT_MAX_STACKS},                               \
 	    {"no-dwarf", no_argument, NULL, OPT_NO_DWARF},                                         \
 	    {"no-inject", no_argument, NULL, OPT_NO_INJECT},                                       \
+	    {"inject-malloc", no_argument, NULL, OPT_INJECT_MALLOC},                               \
 	    {"preload", required_argument, NULL, OPT_PRELOAD},                                     \
 	    {"ready-file", required_argument, NULL, OPT_READY_FILE},                               \
-	    {"verbose", no_argument, NULL, 'v'},                                                   \
+	    {"skip-frames", required_argument, NULL, OPT_SKIP_FRAMES},                             \
+	    {"lines", no_argument, NULL, OPT_LINES},                                               \
+	    {"short-names", no_argument, NULL, OPT_SHORT_NAMES},                                   \
+	    {"by-domain", no_argument, NULL, OPT_BY_DOMAIN}, {"verbose", no_argument, NULL, 'v'},  \
+	    {"native", no_argument, NULL, OPT_NATIVE}, {"verbose", no_argument, NULL, 'v'},        \
 	{                                                                                          \
 		"help", no_argument, NULL, 'h'                                                     \
 	}
@@ -83,6 +91,13 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg);
 int attach_opts_parse(struct attach_opts *o, int argc, char **argv, const char *short_opts,
 		      const struct option *long_opts, void (*usage)(FILE *));
 int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int max);
+/*
+ * The outputs asked for: at most one goes to standard output (-o -,
+ * --lifetimes -, --timeline -), none when the command draws there itself
+ * (stdout_taken: top), no binary pprof onto a terminal; and a note for each
+ * file whose extension overrides --format.  0, or -1 after a message.
+ */
+int attach_opts_outputs(const struct attach_opts *o, int stdout_taken);
 
 struct traced {
 	pid_t pid;
@@ -91,6 +106,9 @@ struct traced {
 	struct target t;
 	struct tracer tr;
 	int opened, exited, rate_reported, lost_noted, forgot_noted;
+	int saw_tracer;	      /* its control block said it sampled for a tracer */
+	int taken_over_noted; /* an in-process profile took over: said once */
+	int probe_fd;	      /* environ_probe_uprobes's event, closed at the end (0: none) */
 	struct memprof_stack_agg *snap_prev; /* --every: aggregates at the last snapshot */
 	/* The rate requested before this tracer, put back if the attach fails. */
 	double old_rate;
@@ -116,6 +134,10 @@ struct session {
 	 * poll (timeline.h); pts NULL: none. */
 	struct timeline tl;
 	int tl_noted; /* out of memory said once */
+	/* The peak view (peak.h): the live view at the highest total read,
+	 * over the whole attach and (--every) since the last snapshot. */
+	struct peak peak, snap_peak;
+	int peak_noted; /* out of memory said once */
 };
 
 /*

@@ -1,13 +1,15 @@
 /*
  * What a session says on stderr (session.h): its notes, the status line,
- * why a profile is empty, and the "memprof-bpf: stats:" line with the notes
- * on drops and orphans.
+ * why a profile is empty, the warning on lost data, the notes on orphans and
+ * (with -v) the "memprof-bpf: stats:" line.
  */
 #include "session_internal.h"
+#include "trace/control.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 /*
@@ -74,6 +76,20 @@ void session_progress(struct session *s)
 	s->progress_len = n > 0 ? n : 1;
 }
 
+/*
+ * The injected OCaml host found the program running its own Gc.Memprof
+ * and started nothing: IN_PROCESS at rate 0 (ocaml_attach.c).  Read at the
+ * end; a process that exited since says nothing.
+ */
+static int program_profile_alone(const struct traced *p)
+{
+	struct memprof_probe_control ctl;
+
+	return p->t.ocaml_host && p->t.control_addr &&
+	       !control_read(p->pid, p->t.control_addr, &ctl) &&
+	       (ctl.flags & MEMPROF_PROBE_F_IN_PROCESS) && !ctl.active_rate;
+}
+
 /* The target took no sample: say why, in one note. */
 void session_note_empty(const struct session *s, const struct traced *p, double seconds)
 {
@@ -86,6 +102,19 @@ void session_note_empty(const struct session *s, const struct traced *p, double 
 			"this tracer was attached (SIGSTOP or a debugger): it ran no code (kill "
 			"-CONT it)\n",
 			(int)p->pid, seconds);
+	else if (!p->took_attach && program_profile_alone(p))
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d runs its own Gc.Memprof "
+			"profile (memtrace, or the program's): the OCaml host left it alone\n",
+			(int)p->pid);
+	else if (!p->took_attach && p->cpu_s > 0 && p->t.ocaml_host)
+		fprintf(
+		    stderr,
+		    "memprof-bpf: note: no samples: process %d links the OCaml host "
+		    "(memprof_probe) but did not sample in the %.1f s this tracer was attached, "
+		    "though it ran: it has not called Memprof_probe.install () (or not reached "
+		    "it yet)\n",
+		    (int)p->pid, seconds);
 	else if (!p->took_attach || p->cpu_s <= 0)
 		fprintf(stderr,
 			"memprof-bpf: note: no samples: process %d never allocated in the %.1f s "
@@ -108,9 +137,38 @@ void session_note_empty(const struct session *s, const struct traced *p, double 
 			(int)p->pid, rate, seconds, p->cpu_s, expected);
 }
 
-static void report_one(const struct session *s, const struct traced *p)
+/* Appends ", "-separated parts to a line of len bytes. */
+static void part_add(char *line, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void part_add(char *line, size_t len, const char *fmt, ...)
 {
-	const struct tracer *tr = &p->tr;
+	size_t at = strlen(line);
+	va_list ap;
+
+	if (at && at + 2 < len) {
+		memcpy(line + at, "; ", 3);
+		at += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line + at, len - at, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The counts that mean the profile lost data, in one warning line:
+ * samples not fully kept (their block untracked: no live, promoted, short
+ * or lifetime; or their stack unknown), samples of an id already tracked
+ * (left out of live), events that name blocks never seen sampled after
+ * this tracer's first sample (a lost sample), and unreadable events.
+ * Orphans of blocks sampled before the attach or after the detach, late
+ * events, double promotes (ignored), cut stacks and the small stack table
+ * (their own notes) lose nothing that the profile claims to hold.
+ */
+static void warn_lost(const struct tracer *tr, const char *who)
+{
+	static const char *const causes[] = {"block map full", "stack table full",
+					     "stack hash full", "stack unreadable",
+					     "stack hash collision"};
 	uint64_t drops[] = {
 	    tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
@@ -119,19 +177,47 @@ static void report_one(const struct session *s, const struct traced *p)
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
 	};
 	uint64_t dropped = drops_of(tr);
-	/* Orphans: promote/dealloc of ids not tracked, by their cause. */
+	uint64_t dups = tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS);
+	uint64_t unexplained = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
+			       tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
+	uint64_t bad = tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS);
+	char line[1024] = "", why[256] = "";
+
+	if (dropped) {
+		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+			if (drops[i])
+				snprintf(why + strlen(why), sizeof(why) - strlen(why),
+					 "%s%s %" PRIu64, *why ? ", " : "", causes[i], drops[i]);
+		part_add(line, sizeof(line),
+			 "%" PRIu64 " of %" PRIu64 " samples not fully kept (%s%s)", dropped,
+			 tracer_counter(tr, MEMPROF_CNT_SAMPLES), why,
+			 drops[0] ? ": raise --max-blocks" : "");
+	}
+	if (dups)
+		part_add(line, sizeof(line),
+			 "%" PRIu64 " samples of an id already tracked (left out of live)", dups);
+	if (unexplained)
+		part_add(line, sizeof(line),
+			 "%" PRIu64 " promote/dealloc events named blocks newer than this tracer's "
+			 "first sample that it never saw sampled (a lost sample probe, or a host "
+			 "whose block ids do not increase)",
+			 unexplained);
+	if (bad)
+		part_add(line, sizeof(line), "%" PRIu64 " events unreadable or malformed", bad);
+	if (*line)
+		fprintf(stderr, "memprof-bpf: warning:%s data lost: %s\n", who, line);
+}
+
+/* The internal counters, in one line (-v). */
+static void stats_line(const struct tracer *tr, const char *who)
+{
 	uint64_t unexplained = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
 			       tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
 	uint64_t map_full = tracer_counter(tr, MEMPROF_CNT_ORPHAN_UNTRACKED);
 	uint64_t early = tracer_counter(tr, MEMPROF_CNT_ORPHAN_EARLY);
-	uint64_t late = tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS);
-	uint64_t orphans = unexplained + map_full + early;
 	uint64_t oldest_ns = 0, now;
 	struct timespec ts;
-	char who[32] = "";
 
-	if (s->n > 1)
-		snprintf(who, sizeof(who), " pid %d", (int)p->pid);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 	for (size_t i = 0; i < tr->n_blocks; i++)
@@ -144,47 +230,53 @@ static void report_one(const struct session *s, const struct traced *p)
 	    " duplicate_ids %" PRIu64 " dropped %" PRIu64 " live_blocks %zu oldest_live_ms %" PRIu64
 	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 " orphans_map_full %" PRIu64
 	    " orphans_before_attach %" PRIu64 " event_batches %" PRIu64 " cut_stacks %" PRIu64
-	    " inner_stacks %" PRIu64 " overflow_blocks %" PRIu64 " sample_batches %" PRIu64 "\n",
+	    " inner_stacks %" PRIu64 " overflow_blocks %" PRIu64 " sample_batches %" PRIu64
+	    " late_samples %" PRIu64 "\n",
 	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
-	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS), orphans,
-	    tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
-	    tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), dropped, tr->n_blocks,
-	    oldest_ns / 1000000, late, tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS), map_full, early,
+	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
+	    unexplained + map_full + early, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
+	    tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS), drops_of(tr), tr->n_blocks,
+	    oldest_ns / 1000000, tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS),
+	    tracer_counter(tr, MEMPROF_CNT_LATE_EVENTS), map_full, early,
 	    tracer_counter(tr, MEMPROF_CNT_EVENT_PROBES),
 	    tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS),
 	    tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
 	    tracer_counter(tr, MEMPROF_CNT_OVERFLOW_BLOCKS),
-	    tracer_counter(tr, MEMPROF_CNT_SAMPLE_BATCHES));
-	if (dropped)
-		fprintf(stderr,
-			"memprof-bpf: note: maps full or reads failed, samples dropped: block map "
-			"full %" PRIu64 ", stack table full %" PRIu64 ", stack hash full %" PRIu64
-			", stack unreadable %" PRIu64 ", stack hash collision %" PRIu64 "\n",
-			drops[0], drops[1], drops[2], drops[3], drops[4]);
+	    tracer_counter(tr, MEMPROF_CNT_SAMPLE_BATCHES),
+	    tracer_counter(tr, MEMPROF_CNT_LATE_SAMPLES));
+}
+
+static void report_one(const struct session *s, const struct traced *p)
+{
+	const struct tracer *tr = &p->tr;
+	uint64_t map_full = tracer_counter(tr, MEMPROF_CNT_ORPHAN_UNTRACKED);
+	uint64_t early = tracer_counter(tr, MEMPROF_CNT_ORPHAN_EARLY);
+	uint64_t late = tracer_counter(tr, MEMPROF_CNT_LATE_ORPHANS);
+	char who[32] = "";
+
+	if (s->n > 1)
+		snprintf(who, sizeof(who), " pid %d", (int)p->pid);
+	if (s->o->verbose)
+		stats_line(tr, who);
+	warn_lost(tr, who);
 	if (map_full)
 		fprintf(stderr,
-			"memprof-bpf: note: %" PRIu64
+			"memprof-bpf: note:%s %" PRIu64
 			" promote/dealloc events named blocks sampled while the block map was "
 			"full (not tracked: raise --max-blocks)\n",
-			map_full);
+			who, map_full);
 	if (early)
 		fprintf(
 		    stderr,
-		    "memprof-bpf: note: %" PRIu64
+		    "memprof-bpf: note:%s %" PRIu64
 		    " promote/dealloc events named blocks sampled before this tracer attached "
 		    "(attached mid-run: an in-process profile or another tracer sampled them)\n",
-		    early);
-	if (unexplained)
-		fprintf(stderr,
-			"memprof-bpf: note: %" PRIu64 " promote/dealloc events named blocks newer "
-			"than this tracer's first sample that it never saw sampled (a lost sample "
-			"probe, or a host whose block ids do not increase)\n",
-			unexplained);
+		    who, early);
 	if (late && s->o->verbose)
 		fprintf(stderr,
-			"memprof-bpf: %" PRIu64 " promote/dealloc events while detaching named "
-			"blocks sampled after the sample probe was gone (late ids)\n",
-			late);
+			"memprof-bpf:%s %" PRIu64 " promote/dealloc events while detaching named "
+			"blocks sampled after the detach began (late ids)\n",
+			who, late);
 	if (tracer_counter(tr, MEMPROF_CNT_TRUNCATED_STACKS))
 		fprintf(stderr,
 			"memprof-bpf: note:%s %" PRIu64
@@ -194,17 +286,13 @@ static void report_one(const struct session *s, const struct traced *p)
 			MEMPROF_STACK_DEPTH);
 	if (tracer_counter(tr, MEMPROF_CNT_INNER_STACKS))
 		fprintf(stderr,
-			"memprof-bpf: note:%s the stack table (%u stacks) was full: %" PRIu64
+			"memprof-bpf: note:%s the stack table (%u stacks, %u frames in all) was "
+			"full%s: %" PRIu64
 			" samples kept only their innermost %d frames, under a [stack-table-full] "
 			"root (--max-stacks raises it)\n",
-			who, tr->max_stacks, tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
-			MEMPROF_INNER_DEPTH);
-	if (tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS))
-		fprintf(stderr,
-			"memprof-bpf: note:%s %" PRIu64
-			" promote/dealloc events were unreadable or "
-			"malformed\n",
-			who, tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS));
+			who, tr->max_stacks, tr->frame_chunks * MEMPROF_FRAME_CHUNK,
+			tracer_counter(tr, MEMPROF_CNT_FRAMES_FULL) ? " (its frames used up)" : "",
+			tracer_counter(tr, MEMPROF_CNT_INNER_STACKS), MEMPROF_INNER_DEPTH);
 }
 
 void session_report(const struct session *s)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "memprof_probe_abi.h"
 #include "output/profile.h"
@@ -40,8 +41,8 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 	case OPT_FORMAT:
 		v = output_format_parse(arg);
 		if (v < 0)
-			return cli_die(EXIT_USAGE, "unknown format '%s' (folded, pprof, svg, text)",
-				       arg),
+			return cli_die(EXIT_USAGE,
+				       "unknown format '%s' (folded, pprof, svg, text, json)", arg),
 			       -1;
 		o->format = v;
 		return 0;
@@ -51,9 +52,14 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 	case OPT_VIEW:
 	case OPT_SORT:
 		v = memprof_view_parse(arg);
+		if (c == OPT_SORT && v >= MEMPROF_N_KERNEL_VIEWS)
+			return cli_die(EXIT_USAGE,
+				       "unknown sort '%s' (alloc, live, promoted, short)", arg),
+			       -1;
 		if (v < 0)
 			return cli_die(EXIT_USAGE,
-				       "unknown view '%s' (alloc, live, promoted, short)", arg),
+				       "unknown view '%s' (alloc, live, promoted, short, peak)",
+				       arg),
 			       -1;
 		if (c == OPT_VIEW)
 			o->view = v;
@@ -87,11 +93,28 @@ int attach_opts_set(struct attach_opts *o, int c, const char *arg)
 	case OPT_NO_INJECT:
 		o->no_inject = 1;
 		return 0;
+	case OPT_INJECT_MALLOC:
+		o->inject_malloc = 1;
+		return 0;
 	case OPT_PRELOAD:
 		o->preload = arg;
 		return 0;
 	case OPT_READY_FILE:
 		o->ready_file = arg;
+		return 0;
+	case OPT_SKIP_FRAMES:
+		return cli_skip_frames(arg);
+	case OPT_LINES:
+		o->names |= PROFILE_NAME_LINES;
+		return 0;
+	case OPT_SHORT_NAMES:
+		o->names |= PROFILE_NAME_SHORT;
+		return 0;
+	case OPT_BY_DOMAIN:
+		o->names |= PROFILE_NAME_BY_DOMAIN;
+		return 0;
+	case OPT_NATIVE:
+		o->names |= PROFILE_NAME_NATIVE;
 		return 0;
 	case OPT_EVERY:
 		if (cli_parse_seconds(arg, &o->every))
@@ -146,6 +169,11 @@ int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int ma
 
 		if (cli_parse_pid(argv[i], &pid))
 			return -1;
+		if (pid == getpid())
+			return cli_die(EXIT_USAGE,
+				       "pid %d is this memprof-bpf itself: it cannot trace itself",
+				       (int)pid),
+			       -1;
 		for (int k = 0; k < o->n_pids; k++)
 			if (o->pids[k] == pid)
 				return cli_die(EXIT_USAGE, "pid %d given twice", (int)pid), -1;
@@ -153,5 +181,43 @@ int attach_opts_pids(struct attach_opts *o, int argc, char *const argv[], int ma
 			return cli_die(EXIT_USAGE, "at most %d pids", max), -1;
 		o->pids[o->n_pids++] = pid;
 	}
+	return 0;
+}
+
+int attach_opts_outputs(const struct attach_opts *o, int stdout_taken)
+{
+	const char *to_stdout = NULL;
+	const char *const named[] = {"--lifetimes", "--timeline"};
+	const char *const paths[] = {o->lifetimes_path, o->timeline_path};
+	enum output_format f;
+	int n = 0;
+
+	for (int i = 0; i < o->n_out; i++)
+		if (output_is_stdout(o->out_paths[i])) {
+			n++;
+			to_stdout = "-o -";
+			f = output_format_for(o->out_paths[i], o->format);
+			if (f == FMT_PPROF && isatty(STDOUT_FILENO))
+				return cli_die(EXIT_USAGE,
+					       "-o - --format pprof: standard output is a terminal "
+					       "and pprof is gzipped binary (redirect it, or give "
+					       "-o FILE)"),
+				       -1;
+		}
+	for (int i = 0; i < 2; i++)
+		if (paths[i] && output_is_stdout(paths[i])) {
+			n++;
+			to_stdout = named[i];
+		}
+	if (n && stdout_taken)
+		return cli_die(EXIT_USAGE,
+			       "%s: this command draws on standard output; give a file instead",
+			       to_stdout),
+		       -1;
+	if (n > 1)
+		return cli_die(EXIT_USAGE,
+			       "standard output (-) can take one output, and %d were given", n),
+		       -1;
+	output_note_formats(o->out_paths, o->n_out, o->format);
 	return 0;
 }

@@ -8,7 +8,7 @@
 #include <time.h>
 
 static void sources_of(const struct session *s, struct output_source *src,
-		       const struct memprof_stack_agg *const *aggs)
+		       const struct memprof_stack_agg *const *aggs, const struct peak *pk)
 {
 	for (int i = 0; i < s->n; i++) {
 		const struct traced *p = &s->procs[i];
@@ -16,14 +16,17 @@ static void sources_of(const struct session *s, struct output_source *src,
 		src[i] = (struct output_source){.pid = p->pid,
 						.name = p->name,
 						.stacks = p->tr.stacks,
+						.frames = p->tr.frames,
+						.n_frames = p->tr.n_frames,
 						.aggs = aggs ? aggs[i] : p->tr.aggs,
 						.n = tracer_n_stacks(&p->tr),
 						.sym = p->sym};
+		src[i].peak = peak_part(pk, (size_t)i, &src[i].n_peak);
 	}
 }
 
 static void fill_meta(const struct session *s, struct output_request *r,
-		      const struct timespec *from)
+		      const struct timespec *from, const struct peak *pk)
 {
 	struct timespec now;
 
@@ -32,17 +35,23 @@ static void fill_meta(const struct session *s, struct output_request *r,
 	r->meta = (struct profile_meta){.pid = s->procs[0].pid,
 					.rate = s->o->rate,
 					.view = s->o->view,
-					.verbose = s->o->verbose};
+					.verbose = s->o->verbose,
+					.names = s->o->names};
 	r->meta.time_ns = (int64_t)from->tv_sec * 1000000000 + from->tv_nsec;
 	r->meta.duration_ns = ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec) - r->meta.time_ns;
+	r->meta.poll_ns = SESSION_POLL_MS * 1000000LL;
+	if (pk->total_bytes >= 0) {
+		r->meta.peak_readings = pk->readings;
+		r->meta.peak_t_ns = pk->t_ns;
+	}
 }
 
 int session_write(struct session *s, struct output_request *r)
 {
 	struct output_source src[SESSION_MAX_PIDS];
 
-	fill_meta(s, r, &s->start);
-	sources_of(s, src, NULL);
+	fill_meta(s, r, &s->start, &s->peak);
+	sources_of(s, src, NULL, &s->peak);
 	/*
 	 * Lifetimes: the kernel's histograms of the blocks that died, and the
 	 * blocks still in the block map, censored when sampling stopped (or
@@ -69,7 +78,7 @@ int session_write(struct session *s, struct output_request *r)
 	return output_write_sources(r, src, (size_t)s->n);
 }
 
-static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt"};
+static const char *const format_ext[N_FORMATS] = {".folded", ".pb.gz", ".svg", ".txt", ".json"};
 
 int session_snapshot(struct session *s, const struct timespec *from)
 {
@@ -90,7 +99,8 @@ int session_snapshot(struct session *s, const struct timespec *from)
 		 now.tv_nsec / 1000000, format_ext[fmt]);
 	/*
 	 * alloc, promoted and short over the interval (the kernel's counts
-	 * minus those at the last snapshot), live as it is now.
+	 * minus those at the last snapshot), live as it is now, peak the
+	 * highest reading of the interval (snap_peak, started anew below).
 	 */
 	for (int i = 0; i < s->n && !code; i++) {
 		struct traced *p = &s->procs[i];
@@ -109,7 +119,7 @@ int session_snapshot(struct session *s, const struct timespec *from)
 		for (uint32_t k = 0; k < n; k++) {
 			struct memprof_stack_agg d = cur[k];
 
-			for (int v = 0; v < MEMPROF_N_VIEWS; v++) {
+			for (int v = 0; v < MEMPROF_N_KERNEL_VIEWS; v++) {
 				if (v == MEMPROF_VIEW_LIVE)
 					continue;
 				d.samples[v] -= p->snap_prev[k].samples[v];
@@ -125,11 +135,14 @@ int session_snapshot(struct session *s, const struct timespec *from)
 		/* Written through a temporary file, linked into place whole (outfile.h). */
 		r.paths[0] = path;
 		r.format = fmt;
-		fill_meta(s, &r, from);
+		fill_meta(s, &r, from, &s->snap_peak);
 		r.meta.verbose = 0;
-		sources_of(s, src, deltas);
+		sources_of(s, src, deltas, &s->snap_peak);
 		code = output_write_sources(&r, src, (size_t)s->n);
 	}
+	/* The next interval's peak starts from the live view as it is now. */
+	peak_reset(&s->snap_peak, s->snap_peak.start_ns);
+	session_read_snap_peak(s);
 	for (int i = 0; i < s->n; i++)
 		free(owned[i]);
 	return code;

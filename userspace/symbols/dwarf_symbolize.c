@@ -2,6 +2,7 @@
 #include "dwarf_symbolize.h"
 
 #include <dwarf.h>
+#include <fcntl.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
@@ -9,9 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <linux/types.h>
 
 #include "core/idmap.h"
 #include "demangle.h"
+#include "memprof_probe_abi.h"
+#include "ocaml_debuginfo.h"
+#include "python_frames.h"
 
 /* A function symbol of a module, at its runtime address. */
 struct msym {
@@ -37,7 +44,14 @@ struct dmod {
 	int syms_read;
 };
 
+/* A mapped file held open to read OCaml debuginfos from. */
+struct open_file {
+	char *path; /* the region's open_path */
+	int fd;
+};
+
 struct dsym {
+	struct symbolizer *sym;
 	Dwfl *dwfl;
 	Dwfl_Callbacks callbacks;
 	unsigned flags;
@@ -47,6 +61,10 @@ struct dsym {
 	 * nonzero) -> its frame (struct dsym_frame *). */
 	struct idmap frames;
 	size_t n_addresses, n_lines;
+	struct open_file *files; /* OCaml debuginfos' files */
+	size_t n_files;
+	char *ocaml_stdlib; /* the OCaml host's stdlib directory, once looked for */
+	int ocaml_stdlib_read;
 };
 
 /* The cache's slot arrays (core/idmap.h takes its allocator as a parameter). */
@@ -154,6 +172,7 @@ struct dsym *dsym_new(struct symbolizer *sym, unsigned flags)
 	if (!d)
 		return NULL;
 	idmap_init(&d->frames, &cache_allocator, 64);
+	d->sym = sym;
 	d->flags = flags;
 	d->callbacks.find_elf = dwfl_build_id_find_elf;
 	d->callbacks.find_debuginfo = flags & DSYM_NO_DWARF ? no_debuginfo : find_debuginfo;
@@ -228,6 +247,13 @@ void dsym_free(struct dsym *d)
 		if (d->frames.slots[j].key)
 			frame_free((struct dsym_frame *)(uintptr_t)d->frames.slots[j].value);
 	idmap_clear(&d->frames);
+	for (size_t i = 0; i < d->n_files; i++) {
+		if (d->files[i].fd >= 0)
+			close(d->files[i].fd);
+		free(d->files[i].path);
+	}
+	free(d->files);
+	free(d->ocaml_stdlib);
 	free(d->mods);
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
@@ -249,6 +275,9 @@ void dsym_counts(const struct dsym *d, size_t *addresses, size_t *lines)
 	*addresses = d->n_addresses;
 	*lines = d->n_lines;
 }
+
+/* Longest source path of an OCaml frame. */
+#define PATH_MAX_OCAML 4096
 
 /* ---- Function symbols: one sorted table per module ---- */
 
@@ -527,6 +556,154 @@ static struct dmod *module_of(struct dsym *d, uint64_t addr)
 	return NULL;
 }
 
+/* ---- OCaml debuginfos (memprof_probe_abi.h, MEMPROF_PROBE_STACK_OCAML) ---- */
+
+/* The fd of path, opened once (-1 if it cannot be). */
+static int open_file(struct dsym *d, const char *path)
+{
+	struct open_file *v;
+
+	for (size_t i = 0; i < d->n_files; i++)
+		if (!strcmp(d->files[i].path, path))
+			return d->files[i].fd;
+	v = realloc(d->files, (d->n_files + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	d->files = v;
+	v[d->n_files].path = strdup(path);
+	if (!v[d->n_files].path)
+		return -1;
+	v[d->n_files].fd = open(path, O_RDONLY | O_CLOEXEC);
+	return v[d->n_files++].fd;
+}
+
+/* Bytes at addr of the target, from the file mapped there (ocaml_dbg_read_fn). */
+static long read_mapped(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct dsym *d = ctx;
+	const struct map_region *r = proc_maps_find(symbolizer_maps(d->sym), addr);
+	int fd;
+
+	if (!r || !r->open_path)
+		return -1;
+	fd = open_file(d, r->open_path);
+	if (fd < 0)
+		return -1;
+	if (len > r->end - addr)
+		len = r->end - addr;
+	return (long)pread(fd, buf, len, (off_t)(addr - r->start + r->offset));
+}
+
+/* The stdlib directory the OCaml host of the target recorded, or NULL. */
+static const char *ocaml_stdlib(struct dsym *d)
+{
+	const struct proc_maps *maps = symbolizer_maps(d->sym);
+
+	for (size_t i = 0; !d->ocaml_stdlib_read && i < maps->n; i++) {
+		const struct elf_image *img;
+		char err[1];
+
+		if (symbolizer_image(d->sym, &maps->regions[i], &img, err, 0) == ELF_IMAGE_OK &&
+		    img->ocaml_stdlib && img->ocaml_stdlib[0]) {
+			d->ocaml_stdlib = strdup(img->ocaml_stdlib);
+			break;
+		}
+	}
+	d->ocaml_stdlib_read = 1;
+	return d->ocaml_stdlib;
+}
+
+/*
+ * The file to name for a location: an absolute path as it is; a stdlib
+ * file in the stdlib directory when it is installed there, else its
+ * basename; any other as OCaml recorded it (relative to where it was
+ * compiled).
+ */
+static void ocaml_file(struct dsym *d, const struct ocaml_dbg_loc *l, char *buf, size_t len)
+{
+	const char *base = strrchr(l->file, '/') ? strrchr(l->file, '/') + 1 : l->file;
+	const char *dir;
+
+	if (l->file[0] != '/' && ocaml_dbg_is_stdlib(l->defname)) {
+		dir = ocaml_stdlib(d);
+		if (dir && (size_t)snprintf(buf, len, "%s/%s", dir, base) < len &&
+		    access(buf, R_OK) == 0)
+			return;
+		snprintf(buf, len, "%s", base);
+		return;
+	}
+	snprintf(buf, len, "%s", l->file);
+}
+
+/* The frame of OCaml debuginfo entry: a line per location of its chain. */
+static struct dsym_frame *resolve_ocaml(struct dsym *d, uint64_t entry)
+{
+	struct ocaml_dbg_loc locs[OCAML_DBG_MAX_CHAIN];
+	uint64_t addr = entry & MEMPROF_PROBE_STACK_ADDR_MASK;
+	struct dmod *m = module_of(d, addr);
+	struct dsym_frame *f = calloc(1, sizeof(*f));
+	char name[OCAML_DBG_NAME_MAX + 8], file[PATH_MAX_OCAML];
+	size_t cap = 0;
+	int n;
+
+	if (!f)
+		return NULL;
+	f->addr = addr;
+	f->module = m ? (int)(m - d->mods) : -1;
+	f->rel = m ? addr - m->bias : addr;
+	n = ocaml_dbg_decode(MEMPROF_PROBE_STACK_FMT(entry), addr, read_mapped, d, locs,
+			     OCAML_DBG_MAX_CHAIN);
+	for (int i = 0; i < n; i++) {
+		ocaml_dbg_name(locs[i].defname, name, sizeof(name));
+		ocaml_file(d, &locs[i], file, sizeof(file));
+		if (push_line(f, &cap, strdup(name), locs[i].defname, file, locs[i].line, 0,
+			      locs[i].inlined))
+			goto fail;
+	}
+	f->named = n > 0;
+	if (n <= 0) {
+		snprintf(name, sizeof(name), "%s+0x%" PRIx64, m ? m->pub.name : "[unknown]",
+			 f->rel);
+		if (push_line(f, &cap, strdup(name), NULL, NULL, 0, 0, 0))
+			goto fail;
+	}
+	d->n_addresses++;
+	d->n_lines += f->n_lines;
+	return f;
+fail:
+	frame_free(f);
+	return NULL;
+}
+
+/* The frame of a Python frame record (python_frames.h): one line. */
+static struct dsym_frame *resolve_python(struct dsym *d, uint64_t entry)
+{
+	static struct py_frame_loc loc; /* large; the symbolizer runs on one thread */
+	uint64_t addr = entry & MEMPROF_PROBE_STACK_ADDR_MASK;
+	struct dsym_frame *f = calloc(1, sizeof(*f));
+	size_t cap = 0;
+	int ok;
+
+	if (!f)
+		return NULL;
+	f->addr = addr;
+	f->module = -1;
+	f->rel = addr;
+	f->python = 1;
+	ok = !py_frame_decode(addr, read_mapped, d, &loc);
+	f->named = ok;
+	if (!ok)
+		snprintf(loc.qualname, sizeof(loc.qualname), "[python frame 0x%" PRIx64 "]", addr);
+	if (push_line(f, &cap, strdup(loc.qualname), NULL, ok && loc.file[0] ? loc.file : NULL,
+		      ok ? loc.line : 0, ok ? loc.first_line : 0, 0)) {
+		frame_free(f);
+		return NULL;
+	}
+	d->n_addresses++;
+	d->n_lines += f->n_lines;
+	return f;
+}
+
 const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc)
 {
 	/* A return address points after the call: look the call up. */
@@ -535,9 +712,17 @@ const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc)
 	struct dsym_frame *f;
 	uint64_t v;
 
+	/* An OCaml debuginfo is its own key (return addresses never have the tag). */
+	if (pc & MEMPROF_PROBE_STACK_OCAML)
+		key = pc;
 	if (idmap_get(&d->frames, key, &v))
 		return (const struct dsym_frame *)(uintptr_t)v;
-	f = resolve(d, module_of(d, addr), addr);
+	if (!(pc & MEMPROF_PROBE_STACK_OCAML))
+		f = resolve(d, module_of(d, addr), addr);
+	else if (MEMPROF_PROBE_STACK_FMT(pc) == MEMPROF_PROBE_PY_FRAME_V1)
+		f = resolve_python(d, pc);
+	else
+		f = resolve_ocaml(d, pc);
 	if (!f)
 		return NULL;
 	if (idmap_insert(&d->frames, key, (uint64_t)(uintptr_t)f)) {

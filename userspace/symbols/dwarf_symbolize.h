@@ -34,6 +34,7 @@ struct dsym_frame {
 	int module;		 /* index in the modules, -1 if none */
 	uint64_t rel;		 /* the address in the module's ELF address space */
 	int named;		 /* 0 if no symbol or DWARF names it */
+	int python;		 /* a Python frame (MEMPROF_PROBE_PY_FRAME_V1), not code */
 	size_t n_lines;		 /* >= 1 */
 	struct dsym_line *lines; /* innermost first */
 };

@@ -97,7 +97,10 @@ static enum elf_image_status read_loads(struct reader *r, struct elf_image *img)
 			img->has_interp = 1;
 		if (ph.p_type == PT_LOAD)
 			img->loads[img->n_loads++] =
-			    (struct elf_load){.vaddr = ph.p_vaddr, .offset = ph.p_offset};
+			    (struct elf_load){.vaddr = ph.p_vaddr,
+					      .offset = ph.p_offset,
+					      .memsz = ph.p_memsz,
+					      .exec = (ph.p_flags & PF_X) != 0};
 	}
 	return ELF_IMAGE_OK;
 }
@@ -122,6 +125,31 @@ static const char *strings_add(struct reader *r, struct elf_image *img, const ch
 	*at = r->strings_len;
 	r->strings_len += len;
 	return img->strings + *at;
+}
+
+/* The NUL-terminated string at data symbol sym, malloc'ed into *out (left
+ * NULL when it is not in the file's data); -1 when out of memory. */
+static int read_string(struct reader *r, const GElf_Sym *sym, char **out)
+{
+	Elf_Scn *scn = elf_getscn(r->elf, sym->st_shndx);
+	GElf_Shdr sh;
+	Elf_Data *data;
+	uint64_t off;
+	const char *p;
+	size_t n;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+	    !(data = elf_getdata(scn, NULL)) || !data->d_buf || sym->st_value < sh.sh_addr)
+		return 0;
+	off = sym->st_value - sh.sh_addr;
+	if (off >= data->d_size)
+		return 0;
+	p = (const char *)data->d_buf + off;
+	n = strnlen(p, data->d_size - off);
+	if (n == data->d_size - off || n > 4096)
+		return 0;
+	*out = strndup(p, n);
+	return *out ? 0 : -1;
 }
 
 static enum elf_image_status read_symtab(struct reader *r, struct elf_image *img, Elf_Scn *scn,
@@ -150,6 +178,11 @@ static enum elf_image_status read_symtab(struct reader *r, struct elf_image *img
 		if (type == STT_OBJECT && !strcmp(name, MEMPROF_PROBE_CONTROL_SYMBOL)) {
 			img->control_addr = sym.st_value;
 			img->control_size = sym.st_size;
+			continue;
+		}
+		if (type == STT_OBJECT && !strcmp(name, MEMPROF_PROBE_OCAML_STDLIB_SYMBOL)) {
+			if (!img->ocaml_stdlib && read_string(r, &sym, &img->ocaml_stdlib))
+				return fail(r, "out of memory");
 			continue;
 		}
 		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || !*name)
@@ -183,15 +216,74 @@ static int usdt_arg_count(const char *args)
 	return n;
 }
 
+/*
+ * One USDT argument as x86-64 tracers read it (SIZE@OPERAND, SIZE a
+ * signed byte count: %reg, $imm, (%reg), off(%reg)); len bytes of it.
+ */
+static int usdt_arg_ok(const char *arg, size_t len)
+{
+	const char *p = arg, *end = arg + len;
+	long size;
+	char *q;
+
+	size = strtol(p, &q, 10);
+	if (q == p || q >= end || *q != '@' || size == 0 || size < -8 || size > 8)
+		return 0;
+	p = q + 1;
+	if (p < end && *p == '$') {
+		strtol(p + 1, &q, 0);
+		return q > p + 1 && q == end;
+	}
+	if (p < end && (*p == '-' || (*p >= '0' && *p <= '9'))) {
+		strtol(p, &q, 0);
+		if (q == p)
+			return 0;
+		p = q;
+	}
+	if (p < end && *p == '(') {
+		if (end - p < 4 || p[1] != '%' || end[-1] != ')')
+			return 0;
+		for (const char *c = p + 2; c < end - 1; c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
+				return 0;
+		return 1;
+	}
+	if (p + 2 > end || *p != '%')
+		return 0;
+	for (const char *c = p + 1; c < end; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')))
+			return 0;
+	return 1;
+}
+
+/* Every argument of a USDT argument string is one a tracer can read. */
+static int usdt_args_ok(const char *args)
+{
+	for (const char *p = args; *p;) {
+		const char *e;
+
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		for (e = p; *e && *e != ' '; e++)
+			;
+		if (!usdt_arg_ok(p, (size_t)(e - p)))
+			return 0;
+		p = e;
+	}
+	return 1;
+}
+
 static enum elf_image_status read_stapsdt(struct reader *r, struct elf_image *img, Elf_Scn *scn)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t off = 0, name_off, desc_off;
+	size_t off = 0, next, name_off, desc_off;
 	GElf_Nhdr nh;
 
 	if (!data)
 		return fail(r, "corrupt .note.stapsdt (%s)", elf_errmsg(-1));
-	while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+	for (; (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0; off = next) {
 		const char *desc = (const char *)data->d_buf + desc_off, *prov, *name;
 		const size_t addrs = 3 * sizeof(uint64_t);
 
@@ -207,6 +299,12 @@ static enum elf_image_status read_stapsdt(struct reader *r, struct elf_image *im
 			return fail(r, "corrupt stapsdt note");
 		if (strcmp(prov, MEMPROF_PROBE_PROVIDER))
 			continue;
+		const char *argstr = name + strlen(name) + 1;
+		if (argstr >= desc + nh.n_descsz ||
+		    !memchr(argstr, '\0', desc + nh.n_descsz - argstr) || !usdt_args_ok(argstr))
+			return fail(
+			    r, "corrupt stapsdt note: the arguments of memprof:%s cannot be read",
+			    name);
 		for (int p = 0; p < ELF_N_PROBES; p++)
 			if (!strcmp(name, elf_probe_names[p]))
 				img->probes |= 1u << p;
@@ -221,6 +319,10 @@ static enum elf_image_status read_stapsdt(struct reader *r, struct elf_image *im
 				img->probes |= ELF_PROBE_SAMPLE_BATCHED;
 		}
 	}
+	/* Notes are 4-byte aligned: more than padding left is a note that
+	 * does not fit (a probe of ours may be in it). */
+	if (off + 4 <= data->d_size)
+		return fail(r, "corrupt .note.stapsdt: a note runs past the section's end");
 	return ELF_IMAGE_OK;
 }
 
@@ -323,6 +425,7 @@ void elf_image_free(struct elf_image *img)
 	free(img->loads);
 	free(img->syms);
 	free(img->strings);
+	free(img->ocaml_stdlib);
 	memset(img, 0, sizeof(*img));
 }
 

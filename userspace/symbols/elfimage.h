@@ -1,7 +1,8 @@
 /*
  * What the loader needs from one ELF file: its PT_LOAD segments (for the
  * load bias), its function symbols (for symbolization), the memprof USDT
- * probes of its .note.stapsdt and the address of memprof_probe_control.
+ * probes of its .note.stapsdt, the address of memprof_probe_control and the
+ * OCaml host's stdlib directory.
  */
 #ifndef MEMPROF_ELFIMAGE_H
 #define MEMPROF_ELFIMAGE_H
@@ -17,6 +18,8 @@ extern const char *const elf_probe_names[ELF_N_PROBES];
 
 struct elf_load {
 	uint64_t vaddr, offset;
+	uint64_t memsz; /* bytes in memory from vaddr */
+	int exec;	/* PF_X: a text segment */
 };
 
 struct elf_sym {
@@ -36,6 +39,7 @@ struct elf_image {
 	uint64_t control_size;
 	uint64_t sample_semaphore; /* vaddr of memprof:sample's semaphore, 0 if none */
 	int has_interp;		   /* has a PT_INTERP (a dynamically linked program) */
+	char *ocaml_stdlib;	   /* MEMPROF_PROBE_OCAML_STDLIB_SYMBOL's string, or NULL */
 };
 
 enum elf_image_status {

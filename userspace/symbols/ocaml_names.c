@@ -67,6 +67,15 @@ static size_t strip_stamp(const char *name, size_t n)
 	return n;
 }
 
+const char *ocaml_skip_dune_exe(const char *unit)
+{
+	size_t n = strlen(OCAML_DUNE_EXE_PREFIX);
+
+	if (!strncmp(unit, OCAML_DUNE_EXE_PREFIX, n) && isupper((unsigned char)unit[n]))
+		return unit + n;
+	return unit;
+}
+
 int ocaml_name(const char *sym, char *buf, size_t len)
 {
 	const char *p = sym + 4, *sep;
@@ -75,6 +84,7 @@ int ocaml_name(const char *sym, char *buf, size_t len)
 
 	if (!len || strncmp(sym, "caml", 4) || !isupper((unsigned char)*p))
 		return 0;
+	p = ocaml_skip_dune_exe(p);
 	/* OCaml 5.x: the unit (its modules joined by "__"), '.', the function. */
 	if ((sep = strchr(p, '.')) && sep[1]) {
 		for (const char *q = p; q < sep; q++) {

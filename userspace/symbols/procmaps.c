@@ -7,6 +7,7 @@
  */
 #include "procmaps.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -136,6 +137,7 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 
 	out->regions = NULL;
 	out->n = 0;
+	pid = proc_live_tid(pid);
 	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
 	f = fopen(name, "re");
 	if (!f)
@@ -181,44 +183,113 @@ const struct map_region *proc_maps_first_of(const struct proc_maps *m, const cha
 	return NULL;
 }
 
-int proc_exited(pid_t pid)
+/*
+ * /proc/<where>/stat into buf: what follows the command name (") state
+ * ..."), or NULL.
+ */
+static const char *stat_fields(const char *where, char *buf, size_t len)
 {
-	char name[64], buf[512], *p;
+	char name[96];
 	size_t n;
 	FILE *f;
+	char *p;
 
-	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+	snprintf(name, sizeof(name), "/proc/%s/stat", where);
 	f = fopen(name, "re");
 	if (!f)
-		return 1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return 1;
-	return p[2] == 'Z' || p[2] == 'X' || p[2] == 'x';
+	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+static int dead_state(char c)
+{
+	return c == 'Z' || c == 'X' || c == 'x';
+}
+
+int proc_for_each_thread(pid_t pid, int (*fn)(pid_t tid, char state, void *arg), void *arg)
+{
+	char path[64], where[64], buf[512];
+	struct dirent *de;
+	int rc = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while (!rc && (de = readdir(d))) {
+		long t = strtol(de->d_name, NULL, 10);
+		const char *f;
+
+		if (t <= 0)
+			continue;
+		snprintf(where, sizeof(where), "%d/task/%ld", (int)pid, t);
+		f = stat_fields(where, buf, sizeof(buf));
+		rc = fn((pid_t)t, f ? *f : '?', arg);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int first_live(pid_t tid, char state, void *arg)
+{
+	pid_t *out = arg;
+
+	if (state == '?' || dead_state(state))
+		return 0;
+	*out = tid;
+	return 1;
+}
+
+pid_t proc_live_tid(pid_t pid)
+{
+	char where[64], buf[512];
+	const char *f;
+	pid_t tid = pid;
+
+	snprintf(where, sizeof(where), "%d", (int)pid);
+	f = stat_fields(where, buf, sizeof(buf));
+	if (!f || !dead_state(*f))
+		return pid;
+	proc_for_each_thread(pid, first_live, &tid);
+	return tid;
+}
+
+int proc_exited(pid_t pid)
+{
+	char where[32], buf[512];
+	const char *f;
+
+	snprintf(where, sizeof(where), "%d", (int)proc_live_tid(pid));
+	f = stat_fields(where, buf, sizeof(buf));
+	return !f || dead_state(*f);
 }
 
 int proc_state(pid_t pid, char *state, double *cpu_s)
 {
-	char name[64], buf[1024], *p;
+	char where[32], buf[1024];
 	unsigned long long utime, stime;
 	long hz = sysconf(_SC_CLK_TCK);
-	size_t n;
-	FILE *f;
+	const char *f;
 
-	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
-	f = fopen(name, "re");
-	if (!f)
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
+	/* A leader that has exited shows Z; its live threads say the state. */
+	snprintf(where, sizeof(where), "%d", (int)pid);
+	f = stat_fields(where, buf, sizeof(buf));
+	if (f && dead_state(*f)) {
+		pid_t live = proc_live_tid(pid);
+
+		if (live != pid) {
+			snprintf(where, sizeof(where), "%d/task/%d", (int)pid, (int)live);
+			f = stat_fields(where, buf, sizeof(buf));
+		}
+	}
 	/* After the name: state (3), then fields 4..13, utime (14), stime (15). */
-	if (!p || sscanf(p + 2, "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", state,
-			 &utime, &stime) != 3)
+	if (!f || sscanf(f, "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", state, &utime,
+			 &stime) != 3)
 		return -1;
 	*cpu_s = (double)(utime + stime) / (hz > 0 ? hz : 100);
 	return 0;
@@ -229,21 +300,14 @@ int proc_state(pid_t pid, char *state, double *cpu_s)
 
 int proc_is_kernel_thread(pid_t pid)
 {
-	char name[64], buf[1024], *p;
+	char where[32], buf[1024];
+	const char *f;
 	unsigned flags;
-	size_t n;
-	FILE *f;
 
-	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
-	f = fopen(name, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
+	snprintf(where, sizeof(where), "%d", (int)pid);
+	f = stat_fields(where, buf, sizeof(buf));
 	/* After the name: state (3), then ppid..tpgid (4..8), flags (9). */
-	if (!p || sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %u", &flags) != 1)
+	if (!f || sscanf(f, "%*c %*s %*s %*s %*s %*s %u", &flags) != 1)
 		return 0;
 	return (flags & PROC_PF_KTHREAD) != 0;
 }

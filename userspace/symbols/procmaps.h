@@ -47,5 +47,20 @@ int proc_is_kernel_thread(pid_t pid);
 
 /* Is the process gone (no /proc entry, zombie or dead)? */
 int proc_exited(pid_t pid);
+/*
+ * The thread whose /proc entries (maps, mem, exe, root) and whose memory
+ * speak for process pid: pid itself, or, when its main thread has exited
+ * while others run on (a zombie leader shows no mappings and no memory),
+ * its first live thread.  For every /proc path and process_vm_* call of a
+ * traced process.
+ */
+pid_t proc_live_tid(pid_t pid);
+/*
+ * Calls fn for each thread of pid with its state letter from its stat
+ * ('?' when it cannot be read: it just ended), until fn returns non-zero;
+ * returns that value, 0 after the last thread, or -1 when pid's task list
+ * cannot be read.  The one walk of /proc/PID/task of the loader.
+ */
+int proc_for_each_thread(pid_t pid, int (*fn)(pid_t tid, char state, void *arg), void *arg);
 
 #endif

@@ -2,13 +2,18 @@
 #include "environ_check.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <linux/capability.h>
 #include <linux/perf_event.h>
+#include <linux/types.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "memprof_probe_abi.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -49,7 +54,7 @@ static int effective_caps(struct __user_cap_data_struct *data)
 	return (int)syscall(SYS_capget, &hdr, data);
 }
 
-int environ_probe_uprobes(pid_t pid, char *err, size_t errlen)
+int environ_probe_uprobes(pid_t pid, int *probe_fd, char *err, size_t errlen)
 {
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {0};
 	struct perf_event_attr attr;
@@ -76,7 +81,7 @@ int environ_probe_uprobes(pid_t pid, char *err, size_t errlen)
 	attr.config2 = 0;
 	fd = (int)syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd >= 0) {
-		close(fd);
+		*probe_fd = fd;
 		return 0;
 	}
 	e = errno;
@@ -122,4 +127,91 @@ int environ_check_kernel(char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/* Up to max bytes of /proc/PID/NAME, malloc'ed and NUL-terminated (*len without it). */
+static char *proc_file(pid_t pid, const char *name, size_t max, size_t *len)
+{
+	char path[64], *buf = malloc(max + 1);
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	f = fopen(path, "re");
+	if (!f || !buf) {
+		if (f)
+			fclose(f);
+		free(buf);
+		return NULL;
+	}
+	n = fread(buf, 1, max, f);
+	fclose(f);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* A CPython: its executable is python*, or it maps a libpython. */
+static int is_python(pid_t pid)
+{
+	char path[64], exe[PATH_MAX], *maps;
+	const char *base;
+	size_t len;
+	ssize_t n;
+	int found;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		base = strrchr(exe, '/');
+		base = base ? base + 1 : exe;
+		if (!strncmp(base, "python", 6))
+			return 1;
+	}
+	maps = proc_file(pid, "maps", 4u << 20, &len);
+	found = maps && strstr(maps, "/libpython");
+	free(maps);
+	return found;
+}
+
+/* The Python host (runtime-probes/hosts/python/) sees pymalloc: its frame table is mapped. */
+static int python_host_loaded(pid_t pid)
+{
+	size_t len;
+	char *maps = proc_file(pid, "maps", 4u << 20, &len);
+	int found = maps && strstr(maps, "/memfd:" MEMPROF_PROBE_PY_TABLE_NAME);
+
+	free(maps);
+	return found;
+}
+
+int environ_hidden_allocator(pid_t pid, char *note, size_t len)
+{
+	static const char key[] = "PYTHONMALLOC=";
+	const char *value = NULL;
+	char *env;
+	size_t n;
+
+	if (!is_python(pid) || python_host_loaded(pid))
+		return 0;
+	env = proc_file(pid, "environ", 1u << 20, &n);
+	if (!env)
+		return 0;
+	for (size_t at = 0; at < n; at += strlen(env + at) + 1)
+		if (!strncmp(env + at, key, sizeof(key) - 1))
+			value = env + at + sizeof(key) - 1;
+	/* Only these two send every allocation to malloc (Python's docs, PYTHONMALLOC). */
+	if (value && (!strcmp(value, "malloc") || !strcmp(value, "malloc_debug"))) {
+		free(env);
+		return 0;
+	}
+	snprintf(note, len,
+		 "note: process %d is a Python running pymalloc (PYTHONMALLOC %s%.40s%s): it "
+		 "serves small objects from arenas of its own, which a malloc profiler sees "
+		 "only as whole arenas, so most of what it allocates is missing here; start it "
+		 "with PYTHONMALLOC=malloc to see every allocation",
+		 (int)pid, value ? "is '" : "unset", value ? value : "", value ? "'" : "");
+	free(env);
+	return 1;
 }

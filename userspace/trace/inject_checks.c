@@ -4,6 +4,7 @@
  * is at a safe point.
  */
 #include "inject_internal.h"
+#include "inject_stub.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -53,6 +55,16 @@ static const char *const unsafe_libc_functions[] = {
     "_Fork",
     "vfork",
     "__libc_fork",
+    /* They hold the stack-cache lock while every thread takes SIGSETXID. */
+    "setuid",
+    "setgid",
+    "seteuid",
+    "setegid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setgroups",
     "pthread_create",
     "pthread_join",
     "pthread_tryjoin_np",
@@ -117,6 +129,14 @@ static int inject_read_status_at(const char *where, struct proc_status *st)
 	return 0;
 }
 
+int inject_read_thread_status(pid_t pid, pid_t tid, struct proc_status *st)
+{
+	char where[48];
+
+	snprintf(where, sizeof(where), "%d/task/%d", (int)pid, (int)tid);
+	return inject_read_status_at(where, st);
+}
+
 int inject_read_status(pid_t pid, struct proc_status *st)
 {
 	char where[32];
@@ -157,7 +177,7 @@ static enum inject_status check_executable(struct injector *in)
 	Elf64_Ehdr eh;
 	int fd, has_interp = 0, is_go = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)in->pid);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)proc_live_tid(in->pid));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ESRCH)
@@ -232,36 +252,29 @@ static enum inject_status check_executable(struct injector *in)
 }
 
 struct filtered_thread {
+	pid_t pid;
 	pid_t tid;
 	int mode; /* 1 strict, 2 filter */
 };
 
+static int note_seccomp(pid_t tid, char state, void *arg)
+{
+	struct filtered_thread *out = arg;
+	struct proc_status st;
+
+	(void)state;
+	if (inject_read_thread_status(out->pid, tid, &st) || !st.seccomp)
+		return 0;
+	out->tid = tid;
+	out->mode = st.seccomp;
+	return 1;
+}
+
 /* 1 (and *out) when some thread of pid has a seccomp mode, else 0. */
 static int thread_under_seccomp(pid_t pid, struct filtered_thread *out)
 {
-	char path[64], status[128];
-	struct dirent *de;
-	int found = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while (!found && (de = readdir(d))) {
-		long tid = strtol(de->d_name, NULL, 10);
-		struct proc_status st;
-
-		if (tid <= 0)
-			continue;
-		snprintf(status, sizeof(status), "%d/task/%ld", (int)pid, tid);
-		if (!inject_read_status_at(status, &st) && st.seccomp) {
-			*out = (struct filtered_thread){(pid_t)tid, st.seccomp};
-			found = 1;
-		}
-	}
-	closedir(d);
-	return found;
+	out->pid = pid;
+	return proc_for_each_thread(pid, note_seccomp, out) == 1;
 }
 
 enum inject_status inject_check_process(struct injector *in)
@@ -271,7 +284,9 @@ enum inject_status inject_check_process(struct injector *in)
 	char buf[16] = {0};
 	FILE *f;
 
-	if (inject_read_status(in->pid, &st))
+	/* Its state is its live threads' (proc_live_tid: the main thread may
+	 * have exited while others run on). */
+	if (inject_read_thread_status(in->pid, proc_live_tid(in->pid), &st))
 		return inject_fail(in, INJECT_GONE, "no process with pid %d", (int)in->pid);
 	if (st.state == 'Z' || st.state == 'X')
 		return inject_fail(in, INJECT_GONE, "process %d exited", (int)in->pid);
@@ -288,15 +303,16 @@ enum inject_status inject_check_process(struct injector *in)
 		return inject_fail(
 		    in, INJECT_DENIED,
 		    "process %d runs under a seccomp %s: loading the malloc host into it "
-		    "could get it killed; start it with LD_PRELOAD instead",
-		    (int)in->pid, st.seccomp == 1 ? "strict mode" : "filter");
+		    "could get it killed; start it with LD_PRELOAD=%s instead",
+		    (int)in->pid, st.seccomp == 1 ? "strict mode" : "filter", in->lib->path);
 	/* Filters are per thread: the malloc host runs in every one. */
 	if (thread_under_seccomp(in->pid, &filtered))
 		return inject_fail(
 		    in, INJECT_DENIED,
 		    "thread %d of process %d runs under a seccomp %s: loading the malloc host "
-		    "into the process could get it killed; start it with LD_PRELOAD instead",
-		    (int)filtered.tid, (int)in->pid, filtered.mode == 1 ? "strict mode" : "filter");
+		    "into the process could get it killed; start it with LD_PRELOAD=%s instead",
+		    (int)filtered.tid, (int)in->pid, filtered.mode == 1 ? "strict mode" : "filter",
+		    in->lib->path);
 	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
 	if (f) {
 		if (fgets(buf, sizeof(buf), f) && atoi(buf) >= 3) {
@@ -304,8 +320,8 @@ enum inject_status inject_check_process(struct injector *in)
 			return inject_fail(
 			    in, INJECT_DENIED,
 			    "ptrace is disabled on this machine (YAMA ptrace_scope 3): cannot "
-			    "inject into process %d; start it with LD_PRELOAD instead",
-			    (int)in->pid);
+			    "inject into process %d; start it with LD_PRELOAD=%s instead",
+			    (int)in->pid, in->lib->path);
 		}
 		fclose(f);
 	}
@@ -329,7 +345,7 @@ static uint64_t interpreter_base(pid_t pid)
 	uint64_t av[2], base = 0;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)proc_live_tid(pid));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -340,14 +356,92 @@ static uint64_t interpreter_base(pid_t pid)
 	return base;
 }
 
+/*
+ * The call stub's address: after the end of libc's text segment (aligned),
+ * if the stub fits before the end of that page and the page is mapped
+ * executable in the target.  0 when there is no such room.
+ */
+static uint64_t stub_place(const struct elf_image *img, uint64_t bias, const struct proc_maps *maps)
+{
+	const uint64_t page = 4096;
+
+	for (size_t i = 0; i < img->n_loads; i++) {
+		const struct elf_load *l = &img->loads[i];
+		uint64_t end = l->vaddr + l->memsz + bias, at = (end + 63) & ~(uint64_t)63;
+		uint64_t page_end = (end + page - 1) & ~(page - 1);
+		const struct map_region *m;
+
+		if (!l->exec || at + inject_stub_size() > page_end)
+			continue;
+		m = proc_maps_find(maps, at);
+		if (m && m->exec && at + inject_stub_size() <= m->end)
+			return at;
+	}
+	return 0;
+}
+
+/* glibc's internal signals in a signal mask (bit n - 1: signal n). */
+#define GLIBC_SIGCANCEL_BIT (1ull << (32 - 1))
+#define GLIBC_SIGSETXID_BIT (1ull << (33 - 1))
+
+/* Wrappers this short are read for a tail jump (pthread_join is 15 bytes). */
+#define WRAPPER_MAX_BYTES 64
+/* A jump target's code is taken to end at the next symbol, or this far. */
+#define JUMP_TARGET_MAX_BYTES 4096
+
+/*
+ * Some of glibc's entry points are short wrappers that end in a jump to a
+ * function that has no symbol of its own (pthread_join jumps into the
+ * internal __pthread_clockjoin_ex): a thread blocked in it shows return
+ * addresses there, never in the wrapper.  Read each short unsafe function
+ * in the target and make the code a jmp rel32 in it leads to unsafe too,
+ * up to the next symbol.  A 0xe9 byte that is not a jump only makes a
+ * little more code unsafe (conservative), and a target outside libc's
+ * code is ignored.
+ */
+static int add_jump_targets(struct injector *in, const struct elf_image *img, uint64_t bias,
+			    const struct elf_sym *fn, const struct proc_maps *maps, int mem_fd)
+{
+	unsigned char code[WRAPPER_MAX_BYTES];
+	const struct map_region *text = proc_maps_find(maps, fn->addr + bias);
+	ssize_t got;
+
+	if (mem_fd < 0 || !fn->size || fn->size > sizeof(code) || !text || !text->exec)
+		return 0;
+	got = pread(mem_fd, code, fn->size, (off_t)(fn->addr + bias));
+	for (ssize_t i = 0; i + 5 <= got; i++) {
+		int32_t rel;
+		uint64_t to, end;
+		size_t k;
+
+		if (code[i] != 0xe9)
+			continue;
+		memcpy(&rel, code + i + 1, sizeof(rel));
+		to = fn->addr + (uint64_t)i + 5 + (uint64_t)(int64_t)rel; /* file address */
+		if (to >= fn->addr && to < fn->addr + fn->size)
+			continue;
+		const struct map_region *m = proc_maps_find(maps, to + bias);
+		if (!m || !m->exec || strcmp(m->path, text->path))
+			continue;
+		end = to + JUMP_TARGET_MAX_BYTES;
+		for (k = 0; k < img->n_syms && img->syms[k].addr <= to; k++)
+			;
+		if (k < img->n_syms && img->syms[k].addr < end)
+			end = img->syms[k].addr;
+		if (add_range(in, to + bias, end + bias))
+			return -1;
+	}
+	return 0;
+}
+
 enum inject_status inject_find_symbols(struct injector *in)
 {
 	struct proc_maps maps;
 	const struct map_region *libc = NULL, *ldso;
 	struct elf_image img;
-	char elf_err[256];
+	char elf_err[256], mem_path[64];
 	uint64_t bias, at_base;
-	int rc;
+	int rc, mem_fd;
 
 	rc = proc_maps_read(in->pid, &maps);
 	if (rc == -ESRCH)
@@ -372,6 +466,9 @@ enum inject_status inject_find_symbols(struct injector *in)
 		return inject_fail(in, INJECT_FAILED, "cannot read the target's libc: %s", elf_err);
 	}
 	bias = elf_image_bias(&img, libc->start, libc->offset);
+	in->stub_addr = stub_place(&img, bias, &maps);
+	snprintf(mem_path, sizeof(mem_path), "/proc/%d/mem", (int)proc_live_tid(in->pid));
+	mem_fd = open(mem_path, O_RDONLY | O_CLOEXEC); /* (-1: no jump targets) */
 	for (size_t i = 0; i < img.n_syms; i++) {
 		const struct elf_sym *s = &img.syms[i];
 
@@ -382,14 +479,26 @@ enum inject_status inject_find_symbols(struct injector *in)
 		for (size_t k = 0;
 		     k < sizeof(unsafe_libc_functions) / sizeof(unsafe_libc_functions[0]); k++)
 			if (!strcmp(s->name, unsafe_libc_functions[k]) &&
-			    add_range(in, s->addr + bias,
-				      s->addr + bias + (s->size ? s->size : 1))) {
+			    (add_range(in, s->addr + bias,
+				       s->addr + bias + (s->size ? s->size : 1)) ||
+			     add_jump_targets(in, &img, bias, s, &maps, mem_fd))) {
+				if (mem_fd >= 0)
+					close(mem_fd);
 				elf_image_free(&img);
 				proc_maps_free(&maps);
 				return inject_fail(in, INJECT_FAILED, "out of memory");
 			}
 	}
+	if (mem_fd >= 0)
+		close(mem_fd);
 	elf_image_free(&img);
+	if (!in->stub_addr) {
+		proc_maps_free(&maps);
+		return inject_fail(in, INJECT_REFUSED,
+				   "process %d: its libc (%s) has no room after its code for the "
+				   "injector's call stub",
+				   (int)in->pid, libc->path);
+	}
 	if (!in->dlopen_addr || !in->dlerror_addr) {
 		proc_maps_free(&maps);
 		return inject_fail(
@@ -426,14 +535,18 @@ static int unsafe_at(const struct injector *in, uint64_t pc)
 	return 0;
 }
 
-/* The end of the anonymous or file mapping holding addr (0: none). */
+/*
+ * The end of the anonymous or file mapping holding addr (0: none), read
+ * afresh for each thread judged: a snapshot taken before the threads
+ * stopped may miss a stack mapped since, or show a freed one's end.
+ */
 static uint64_t mapping_end(pid_t pid, uint64_t addr)
 {
 	char path[64], line[512];
 	uint64_t end = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)proc_live_tid(pid));
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -450,18 +563,50 @@ static uint64_t mapping_end(pid_t pid, uint64_t addr)
 }
 
 /*
- * 1 when the stopped thread may call dlopen: its PC is not in unsafe code
- * and no word of its stack is a return address into unsafe code.
+ * 1 when the stopped thread may call dlopen: neither its PC nor any call of
+ * its chain is in unsafe code.  The chain comes from its call frame
+ * information (inject_unwind.c); where that cannot be followed to the end
+ * (a frame without CFI, JIT code, a corrupt stack), every word of the
+ * stack above the last frame unwound that is an address into unsafe code
+ * (other than a function's first byte, a function pointer) counts as a
+ * return address: conservative, a stale word makes us wait.  *how: which
+ * way it was judged (INJECT_JUDGED_*).
  */
-int inject_thread_is_safe(const struct injector *in, pid_t tid, const struct user_regs_struct *regs)
+int inject_thread_is_safe(const struct injector *in, pid_t tid, const struct user_regs_struct *regs,
+			  int *how)
 {
 	static uint64_t words[STACK_SCAN_BYTES / 8];
-	uint64_t sp = regs->rsp & ~(uint64_t)7, end;
+	static struct inject_chain chain;
+	uint64_t sp = regs->rsp & ~(uint64_t)7, end, mask;
 	struct iovec local, remote;
 	ssize_t got;
 
+	*how = INJECT_JUDGED_AT_ONCE;
 	if (unsafe_at(in, regs->rip))
 		return 0;
+	/*
+	 * glibc blocks its own SIGCANCEL and SIGSETXID only inside its
+	 * critical sections and their handlers (the SIGSETXID handler runs
+	 * while a set*id call in another thread holds the stack-cache lock
+	 * that dlopen takes): such a thread never calls dlopen.
+	 */
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask) ||
+	    (mask & (GLIBC_SIGCANCEL_BIT | GLIBC_SIGSETXID_BIT)))
+		return 0;
+	*how = INJECT_JUDGED_SCAN;
+	if (in->unwinder && inject_unwind(in->unwinder, tid, &chain) > 0) {
+		*how = INJECT_JUDGED_CHAIN;
+		for (int i = 0; i < chain.n; i++)
+			if (unsafe_at(in, chain.pc[i]))
+				return 0;
+		if (chain.complete) {
+			*how = INJECT_JUDGED_CHAIN;
+			return 1;
+		}
+		*how = INJECT_JUDGED_PART;
+		if (chain.last_sp > sp)
+			sp = chain.last_sp & ~(uint64_t)7;
+	}
 	end = mapping_end(in->pid, sp);
 	if (!end)
 		return 0;

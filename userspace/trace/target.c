@@ -1,5 +1,6 @@
 /* Find the memprof probes and the control block in a process's mappings. */
 #include "target.h"
+#include "symbols/procmaps.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ static void no_probes_reason(pid_t pid, struct symbolizer *sym, char *err, size_
 	char link[64], exe[PATH_MAX];
 	ssize_t n;
 
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)proc_live_tid(pid));
 	n = readlink(link, exe, sizeof(exe) - 1);
 	if (n < 0 && m->n == 0) {
 		snprintf(err, errlen,
@@ -115,6 +116,8 @@ enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target 
 			snprintf(err, errlen, "out of memory");
 			return TARGET_ERROR;
 		}
+		if (img->probes & (1u << ELF_PROBE_SAMPLE) && img->ocaml_stdlib)
+			t->ocaml_host = 1;
 		if (img->control_addr && !t->control_addr)
 			t->control_addr =
 			    img->control_addr + elf_image_bias(img, r->start, r->offset);

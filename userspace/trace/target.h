@@ -22,6 +22,7 @@ struct target {
 	struct probe_file *files;
 	size_t n_files;
 	uint64_t control_addr; /* runtime address, 0 if none was found */
+	int ocaml_host;	       /* a probe file is the OCaml host (its stdlib symbol) */
 };
 
 enum target_status {

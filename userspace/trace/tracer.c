@@ -16,9 +16,52 @@
 
 _Static_assert(MEMPROF_STACK_DEPTH == MEMPROF_PROBE_MAX_STACK,
 	       "bpf/memprof_maps.h and the probe ABI disagree on the stack depth");
+/* An array map's element is at most KMALLOC_MAX_SIZE (4 MiB on x86-64). */
+_Static_assert(sizeof(struct memprof_frame_chunk) <= 4u << 20, "a frame chunk is too large");
+/* A stack's first_frame (a __u32) holds any index of the largest arena
+ * (--max-stacks at most 1 << 24, session_opts.c). */
+_Static_assert((((1ull << 24) * MEMPROF_FRAMES_PER_STACK) / MEMPROF_FRAME_CHUNK + 1 +
+		MEMPROF_INNER_CHUNKS) *
+		       MEMPROF_CHUNK_FRAMES <
+		   (1ull << 32),
+	       "frame indexes overflow struct memprof_stack's first_frame");
 
 /* Entries fetched per bpf_map_lookup_batch call. */
 #define BLOCKS_BATCH 4096
+/* Stack entries mapped at first (tracer_sync maps more as they are used). */
+#define TRACER_STACKS_MAPPED_FIRST 1024
+/* A hash map's bucket and element header in the kernel (struct bucket,
+ * struct htab_elem on 64-bit machines), for the memory figures. */
+#define HTAB_BUCKET_BYTES 16
+#define HTAB_ELEM_BYTES 48
+/* Lifetime histograms fetched per bpf_map_lookup_batch call. */
+#define LIFETIMES_BATCH 256
+/* Home slots of the block map mapped at a time to read them (1 MiB). */
+#define BLOCK_SLOTS_WINDOW 16384
+/* Room for the verifier's statistics (log level 4: a few lines). */
+#define VERIFIER_STATS_LEN 1024
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The verifier's statistics of one program, from its log (level 4). */
+static void prog_cost_of(struct tracer_prog_cost *c, const struct bpf_program *prog,
+			 const char *log)
+{
+	const char *at;
+
+	c->name = bpf_program__name(prog);
+	c->insns = (uint32_t)bpf_program__insn_cnt(prog);
+	if ((at = strstr(log, "processed ")))
+		c->insns_verified = (uint32_t)strtoul(at + strlen("processed "), NULL, 10);
+	if ((at = strstr(log, "verification time ")))
+		c->verify_us = strtoull(at + strlen("verification time "), NULL, 10);
+}
 
 static enum tracer_status status_of(int err)
 {
@@ -26,33 +69,175 @@ static enum tracer_status status_of(int err)
 	return err == EPERM || err == EACCES ? TRACER_DENIED : TRACER_FAILED;
 }
 
-static void *map_array(struct bpf_map *map, size_t *bytes)
+/*
+ * The first entries of an mmapable array map, read-only, or NULL.  The
+ * kernel maps every page of the range at once (so they all count in the
+ * loader's RSS): the loader maps only the part in use (tracer_sync).
+ */
+static void *map_array(const struct bpf_map *map, uint64_t offset, uint32_t entries, size_t *bytes)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	size_t size = (size_t)bpf_map__value_size(map) * bpf_map__max_entries(map);
+	size_t size = (size_t)bpf_map__value_size(map) * entries;
 	void *p;
 
 	size = (size + page - 1) / page * page;
-	p = mmap(NULL, size, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, bpf_map__fd(map), (off_t)offset);
 	if (p == MAP_FAILED)
 		return NULL;
 	*bytes = size;
 	return p;
 }
 
+/* A mapping of an array map, replaced by a larger one as more is used. */
+static int remap(const struct bpf_map *map, uint32_t entries, const void **p, size_t *bytes)
+{
+	size_t nb;
+	const void *np = map_array(map, 0, entries, &nb);
+
+	if (!np)
+		return -errno;
+	if (*p)
+		munmap((void *)*p, *bytes);
+	*p = np, *bytes = nb;
+	return 0;
+}
+
+/* Entries to map for used of all: twice what is used (a growing table is
+ * mapped again rarely), at least first. */
+static uint32_t to_map(uint32_t used, uint32_t all, uint32_t first)
+{
+	uint64_t n = 2ull * used;
+
+	if (n < first)
+		n = first;
+	return n > all ? all : (uint32_t)n;
+}
+
+/* Stack ids the kernel side has handed out: all of the stack table and the
+ * inner table's used ones once that is in use; unused ids weigh nothing. */
+static uint32_t stacks_in_use(const struct tracer *tr)
+{
+	uint32_t inner = __atomic_load_n(&tr->skel->bss->next_inner_slot, __ATOMIC_ACQUIRE);
+	uint32_t n = __atomic_load_n(&tr->skel->data->next_stack_id, __ATOMIC_ACQUIRE);
+
+	if (inner)
+		return tr->max_stacks +
+		       (inner > MEMPROF_INNER_STACKS ? MEMPROF_INNER_STACKS : inner);
+	return n > tr->max_stacks ? tr->max_stacks : n;
+}
+
+/* Chunks of the frame arena in use (read after stacks_in_use: memprof_maps.h's invariant). */
+static uint32_t chunks_in_use(const struct tracer *tr)
+{
+	uint32_t main = __atomic_load_n(&tr->skel->bss->next_frame, __ATOMIC_ACQUIRE);
+	uint32_t chunks =
+	    (uint32_t)(((uint64_t)main + MEMPROF_FRAME_CHUNK - 1) / MEMPROF_FRAME_CHUNK);
+
+	if (__atomic_load_n(&tr->skel->bss->next_inner_slot, __ATOMIC_ACQUIRE))
+		return tr->frame_chunks + MEMPROF_INNER_CHUNKS;
+	return chunks < tr->frame_chunks ? chunks : tr->frame_chunks;
+}
+
+int tracer_sync(struct tracer *tr)
+{
+	uint32_t all = tr->max_stacks + MEMPROF_INNER_STACKS;
+	uint32_t all_chunks = tr->frame_chunks + MEMPROF_INNER_CHUNKS;
+	uint32_t used = stacks_in_use(tr);
+	uint32_t chunks = chunks_in_use(tr);
+	int rc;
+
+	if (used > tr->mapped_stacks || !tr->stacks) {
+		uint32_t n = to_map(used, all, TRACER_STACKS_MAPPED_FIRST);
+
+		if ((rc = remap(tr->skel->maps.stacks, n, (const void **)&tr->stacks,
+				&tr->stacks_bytes)) ||
+		    (rc = remap(tr->skel->maps.stack_aggs, n, (const void **)&tr->aggs,
+				&tr->aggs_bytes)))
+			return rc;
+		tr->mapped_stacks = n;
+	}
+	if (chunks > tr->mapped_chunks || !tr->frames) {
+		uint32_t n = to_map(chunks, all_chunks, 1);
+
+		if ((rc = remap(tr->skel->maps.frames, n, (const void **)&tr->frames,
+				&tr->frames_bytes)))
+			return rc;
+		tr->mapped_chunks = n;
+	}
+	/* Invariant (tracer.h): the stacks below synced_stacks have their frames mapped. */
+	tr->synced_stacks = used;
+	tr->n_frames = (uint64_t)tr->mapped_chunks * MEMPROF_CHUNK_FRAMES;
+	return 0;
+}
+
+/* Chunks of the frame arena for a stack table of max_stacks. */
+static uint32_t frame_chunks_of(uint32_t max_stacks)
+{
+	return (
+	    uint32_t)(((uint64_t)max_stacks * MEMPROF_FRAMES_PER_STACK + MEMPROF_FRAME_CHUNK - 1) /
+		      MEMPROF_FRAME_CHUNK);
+}
+
 uint64_t tracer_stack_memory(uint32_t max_stacks)
 {
 	uint64_t n = (uint64_t)max_stacks + MEMPROF_INNER_STACKS;
 
-	/* The three arrays, and the dedupe hash (key, value, element header). */
-	return n * (sizeof(struct memprof_stack) + sizeof(struct memprof_stack_agg) +
-		    sizeof(struct memprof_lifetime_hist) + 8 + 8 + 48);
+	uint64_t buckets = 1;
+
+	while (buckets < n)
+		buckets *= 2;
+	/* The two arrays and the frame arena, allocated whole, and the
+	 * buckets of the two hashes (HTAB_BUCKET_BYTES each). */
+	return n * (sizeof(struct memprof_stack) + sizeof(struct memprof_stack_agg)) +
+	       (uint64_t)(frame_chunks_of(max_stacks) + MEMPROF_INNER_CHUNKS) *
+		   sizeof(struct memprof_frame_chunk) +
+	       2 * buckets * HTAB_BUCKET_BYTES;
 }
 
-enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks,
+uint64_t tracer_stack_memory_used(void)
+{
+	/* Its elements of the two hashes, stack_ids and lifetimes (the
+	 * kernel's element header, the key and the value, each rounded to 8
+	 * bytes), as fdinfo's memlock counts them. */
+	return 2 * HTAB_ELEM_BYTES + 8 + 8 + 8 + sizeof(struct memprof_lifetime_hist);
+}
+
+/*
+ * Load only the programs the target's probe files need: the verifier's time
+ * is most of the start-up, and a host fires one form of memprof:sample (a
+ * file with the batched form, ELF_PROBE_SAMPLE_BATCHED, gets
+ * memprof_samples; one without, memprof_sample).  program_of picks among
+ * those loaded.
+ */
+static void autoload_needed(struct memprof_bpf *skel, const struct target *t)
+{
+	int plain = 0, batched = 0, events = 0, gc = 0;
+
+	for (size_t f = 0; f < t->n_files; f++) {
+		unsigned p = t->files[f].probes;
+
+		if (p & (1u << ELF_PROBE_SAMPLE)) {
+			batched |= (p & ELF_PROBE_SAMPLE_BATCHED) != 0;
+			plain |= !(p & ELF_PROBE_SAMPLE_BATCHED);
+		}
+		events |= (p & (1u << ELF_PROBE_EVENTS)) != 0;
+		gc |= (p & (1u << ELF_PROBE_GC)) != 0;
+	}
+	bpf_program__set_autoload(skel->progs.memprof_sample, plain);
+	bpf_program__set_autoload(skel->progs.memprof_samples, batched);
+	bpf_program__set_autoload(skel->progs.memprof_events, events);
+	bpf_program__set_autoload(skel->progs.memprof_gc, gc);
+}
+
+enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
 			       uint32_t max_stacks, char *err, size_t errlen)
 {
-	int rc;
+	pid_t pid = t->pid;
+
+	static char logs[TRACER_MAX_PROGS][VERIFIER_STATS_LEN];
+	struct bpf_program *prog;
+	uint64_t t0 = mono_ns(), t1;
+	int rc, n_progs = 0;
 
 	memset(tr, 0, sizeof(*tr));
 	tr->skel = memprof_bpf__open();
@@ -62,6 +247,7 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 		return status_of(rc);
 	}
 	tr->skel->rodata->target_tgid = (__u32)pid;
+	autoload_needed(tr->skel, t);
 	{
 		const char *hists = getenv("MEMPROF_BPF_LIFETIME_HISTS");
 
@@ -80,6 +266,8 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 		max_stacks = MEMPROF_MAX_STACKS;
 	tr->max_stacks = max_stacks;
 	tr->skel->rodata->max_stacks = max_stacks;
+	tr->frame_chunks = frame_chunks_of(max_stacks);
+	tr->skel->rodata->frame_chunks = tr->frame_chunks;
 	if ((rc = bpf_map__set_max_entries(tr->skel->maps.stacks,
 					   max_stacks + MEMPROF_INNER_STACKS)) ||
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_aggs,
@@ -87,25 +275,45 @@ enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_ids,
 					   max_stacks + MEMPROF_INNER_STACKS)) ||
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.lifetimes,
-					   max_stacks + MEMPROF_INNER_STACKS))) {
+					   max_stacks + MEMPROF_INNER_STACKS)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.frames,
+					   frame_chunks_of(max_stacks) + MEMPROF_INNER_CHUNKS))) {
 		snprintf(err, errlen, "cannot size the stack maps: %s", strerror(-rc));
 		return TRACER_FAILED;
 	}
+	bpf_object__for_each_program(prog, tr->skel->obj)
+	{
+		if (n_progs == TRACER_MAX_PROGS || !bpf_program__autoload(prog))
+			continue;
+		logs[n_progs][0] = 0;
+		bpf_program__set_log_buf(prog, logs[n_progs], VERIFIER_STATS_LEN);
+		bpf_program__set_log_level(prog, 4); /* statistics only */
+		n_progs++;
+	}
+	t1 = mono_ns();
+	tr->costs.open_ns = t1 - t0;
 	rc = memprof_bpf__load(tr->skel);
+	t0 = mono_ns();
+	tr->costs.load_ns = t0 - t1;
+	n_progs = 0;
+	bpf_object__for_each_program(prog, tr->skel->obj)
+	{
+		if (n_progs < TRACER_MAX_PROGS && bpf_program__autoload(prog)) {
+			prog_cost_of(&tr->costs.progs[n_progs], prog, logs[n_progs]);
+			n_progs++;
+		}
+	}
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -v for details)",
 			 strerror(-rc));
 		return status_of(rc);
 	}
-	tr->stacks = map_array(tr->skel->maps.stacks, &tr->stacks_bytes);
-	tr->aggs = map_array(tr->skel->maps.stack_aggs, &tr->aggs_bytes);
-	tr->lifetimes = map_array(tr->skel->maps.lifetimes, &tr->lifetimes_bytes);
-	tr->block_slots = map_array(tr->skel->maps.block_slots, &tr->block_slots_bytes);
-	if (!tr->stacks || !tr->aggs || !tr->lifetimes || !tr->block_slots) {
-		rc = -errno;
+	rc = tracer_sync(tr);
+	if (rc) {
 		snprintf(err, errlen, "cannot mmap the BPF arrays: %s", strerror(-rc));
 		return status_of(rc);
 	}
+	tr->costs.mmap_ns = mono_ns() - t0;
 	return TRACER_OK;
 }
 
@@ -131,11 +339,13 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 	 */
 	static const enum elf_probe order[ELF_N_PROBES] = {ELF_PROBE_GC, ELF_PROBE_EVENTS,
 							   ELF_PROBE_SAMPLE};
+	uint64_t t0 = mono_ns();
 
 	for (int o = 0; o < ELF_N_PROBES; o++) {
 		for (size_t f = 0; f < t->n_files; f++) {
 			enum elf_probe p = order[o];
 			struct bpf_link *link, **v;
+			char *is_sample;
 			int rc;
 
 			if (!(t->files[f].probes & (1u << p)))
@@ -150,37 +360,58 @@ enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char
 				return status_of(rc);
 			}
 			v = realloc(tr->links, (tr->n_links + 1) * sizeof(*v));
-			if (!v) {
+			if (v)
+				tr->links = v;
+			is_sample = v ? realloc(tr->link_is_sample, tr->n_links + 1) : NULL;
+			if (!is_sample) {
 				bpf_link__destroy(link);
 				snprintf(err, errlen, "out of memory");
 				return TRACER_FAILED;
 			}
-			tr->links = v;
+			tr->link_is_sample = is_sample;
+			tr->link_is_sample[tr->n_links] = p == ELF_PROBE_SAMPLE;
 			tr->links[tr->n_links++] = link;
 		}
 	}
 	((volatile struct memprof_bpf__bss *)tr->skel->bss)->detaching = 0;
+	tr->costs.attach_ns = mono_ns() - t0;
 	return TRACER_OK;
+}
+
+/* Destroy the links that are (sample 1) or are not memprof:sample's; 1 if any was. */
+static int links_destroy(struct tracer *tr, int sample)
+{
+	size_t kept = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < tr->n_links; i++) {
+		if (tr->link_is_sample[i] == sample) {
+			bpf_link__destroy(tr->links[i]);
+			any = 1;
+			continue;
+		}
+		tr->link_is_sample[kept] = tr->link_is_sample[i];
+		tr->links[kept++] = tr->links[i];
+	}
+	tr->n_links = kept;
+	return any;
 }
 
 void tracer_detach(struct tracer *tr)
 {
 	if (tr->skel && tr->skel->bss) {
-		struct timespec ts;
-
-		if (!tr->detach_ns) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			tr->detach_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		}
+		if (!tr->detach_ns)
+			tr->detach_ns = mono_ns();
 		((volatile struct memprof_bpf__bss *)tr->skel->bss)->detaching = 1;
 	}
-	/* Reverse order: the sample probe first, so no block is sampled after
-	 * its promote or dealloc could no longer be seen. */
-	for (size_t i = tr->n_links; i-- > 0;)
-		bpf_link__destroy(tr->links[i]);
-	free(tr->links);
-	tr->links = NULL;
-	tr->n_links = 0;
+	/*
+	 * The links stay until tracer_close, after the output is written:
+	 * each link's end waits for a grace period of the kernel's (about
+	 * 100 ms here, one link after the other).  From the moment detaching
+	 * is raised no program changes a view (a sample counts as a late
+	 * sample, a promote or dealloc as a late event or a late orphan), so
+	 * what the loader reads then is what it would read once they are gone.
+	 */
 }
 
 /* Room in tr->blocks for n more. */
@@ -203,23 +434,41 @@ static int blocks_reserve(struct tracer *tr, size_t n)
 
 /* The blocks in their home slots, read while the kernel side changes them
  * (memprof_maps.h: a copy is kept when the slot's id is the same plain id
- * before and after it). */
+ * before and after it), through a window of BLOCK_SLOTS_WINDOW slots mapped
+ * at a time: the loader's RSS does not hold the whole block map. */
 static int read_block_slots(struct tracer *tr)
 {
-	for (uint32_t i = 0; i < tr->max_blocks; i++) {
-		const struct memprof_block_slot *s = &tr->block_slots[i];
-		uint64_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
-		struct memprof_block b;
+	const struct bpf_map *map = tr->skel->maps.block_slots;
 
-		if (!id || (id & MEMPROF_BLOCK_SLOT_BUSY))
-			continue;
-		memcpy(&b, (const void *)&s->b, sizeof(b));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&s->id, __ATOMIC_RELAXED) != id)
-			continue; /* died (or was replaced) meanwhile */
-		if (blocks_reserve(tr, 1))
-			return -ENOMEM;
-		tr->blocks[tr->n_blocks++] = (struct tracked_block){id, b};
+	for (uint32_t from = 0; from < tr->max_blocks; from += BLOCK_SLOTS_WINDOW) {
+		uint32_t n = tr->max_blocks - from < BLOCK_SLOTS_WINDOW ? tr->max_blocks - from
+									: BLOCK_SLOTS_WINDOW;
+		size_t bytes;
+		const struct memprof_block_slot *w =
+		    map_array(map, (uint64_t)from * sizeof(*w), n, &bytes);
+		int rc = 0;
+
+		if (!w)
+			return -errno;
+		for (uint32_t i = 0; i < n && !rc; i++) {
+			const struct memprof_block_slot *s = &w[i];
+			uint64_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
+			struct memprof_block b;
+
+			if (!id || (id & MEMPROF_BLOCK_SLOT_BUSY))
+				continue;
+			memcpy(&b, (const void *)&s->b, sizeof(b));
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&s->id, __ATOMIC_RELAXED) != id)
+				continue; /* died (or was replaced) meanwhile */
+			if (blocks_reserve(tr, 1))
+				rc = -ENOMEM;
+			else
+				tr->blocks[tr->n_blocks++] = (struct tracked_block){id, b};
+		}
+		munmap((void *)w, bytes);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -256,14 +505,46 @@ int tracer_read_blocks(struct tracer *tr)
 
 uint32_t tracer_n_stacks(const struct tracer *tr)
 {
-	uint32_t inner = tr->skel->bss->next_inner_slot;
+	return tr->synced_stacks;
+}
 
-	/* Ids up to the inner table's last used one; unused ids weigh nothing. */
-	if (inner)
-		return tr->max_stacks +
-		       (inner > MEMPROF_INNER_STACKS ? MEMPROF_INNER_STACKS : inner);
-	uint32_t n = tr->skel->data->next_stack_id;
-	return n > tr->max_stacks ? tr->max_stacks : n;
+int tracer_read_lifetimes(struct tracer *tr)
+{
+	int fd = bpf_map__fd(tr->skel->maps.lifetimes);
+	uint32_t n = tr->synced_stacks, keys[LIFETIMES_BATCH], cursor = 0;
+	struct memprof_lifetime_hist *vals, *all;
+	int first = 1, done = 0;
+
+	vals = malloc(LIFETIMES_BATCH * sizeof(*vals));
+	all = calloc(n ? n : 1, sizeof(*all));
+	if (!vals || !all) {
+		free(vals);
+		free(all);
+		return -ENOMEM;
+	}
+	while (!done) {
+		__u32 count = LIFETIMES_BATCH;
+
+		if (bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor, keys, vals, &count,
+					 NULL)) {
+			if (errno != ENOENT) {
+				int e = errno;
+
+				free(vals);
+				free(all);
+				return -e;
+			}
+			done = 1;
+		}
+		first = 0;
+		for (__u32 i = 0; i < count; i++)
+			if (keys[i] < n)
+				all[keys[i]] = vals[i];
+	}
+	free(vals);
+	free((void *)tr->lifetimes);
+	tr->lifetimes = all;
+	return 0;
 }
 
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c)
@@ -273,16 +554,79 @@ uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c)
 
 void tracer_close(struct tracer *tr)
 {
+	uint64_t t0 = mono_ns();
+
 	tracer_detach(tr);
+	/* The sample links first: the host stops sampling. */
+	if (links_destroy(tr, 1) | links_destroy(tr, 0))
+		tr->costs.detach_ns = mono_ns() - t0;
+	free(tr->links);
+	free(tr->link_is_sample);
 	if (tr->stacks)
 		munmap((void *)tr->stacks, tr->stacks_bytes);
 	if (tr->aggs)
 		munmap((void *)tr->aggs, tr->aggs_bytes);
-	if (tr->lifetimes)
-		munmap((void *)tr->lifetimes, tr->lifetimes_bytes);
-	if (tr->block_slots)
-		munmap((void *)tr->block_slots, tr->block_slots_bytes);
+	if (tr->frames)
+		munmap((void *)tr->frames, tr->frames_bytes);
+	free((void *)tr->lifetimes);
 	memprof_bpf__destroy(tr->skel);
 	free(tr->blocks);
 	memset(tr, 0, sizeof(*tr));
+}
+
+void tracer_describe_costs(const struct tracer *tr, char *buf, size_t len)
+{
+	const struct tracer_costs *c = &tr->costs;
+	int n =
+	    snprintf(buf, len, "open %.1f ms, load %.1f ms (", c->open_ns / 1e6, c->load_ns / 1e6);
+
+	for (int i = 0; i < TRACER_MAX_PROGS && c->progs[i].name && n >= 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%s: %u insns, %u verified in %.1f ms",
+			      i ? "; " : "", c->progs[i].name, c->progs[i].insns,
+			      c->progs[i].insns_verified, c->progs[i].verify_us / 1e3);
+	if (n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "), mmap %.1f ms, attach %.1f ms",
+			 c->mmap_ns / 1e6, c->attach_ns / 1e6);
+}
+
+/* fdinfo's memlock of map fd: the kernel memory the map holds, in bytes. */
+static uint64_t map_memlock(int fd)
+{
+	char path[64], line[128];
+	uint64_t bytes = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "memlock:", 8))
+			bytes = strtoull(line + 8, NULL, 10);
+	fclose(f);
+	return bytes;
+}
+
+uint64_t tracer_map_memory(const struct tracer *tr, char *buf, size_t len)
+{
+	const struct bpf_map *map;
+	uint64_t total = 0;
+	size_t n = 0;
+
+	if (buf && len)
+		buf[0] = 0;
+	if (!tr->skel)
+		return 0;
+	bpf_object__for_each_map(map, tr->skel->obj)
+	{
+		uint64_t bytes = map_memlock(bpf_map__fd(map));
+
+		total += bytes;
+		if (buf && n < len && bytes >= 1 << 16) {
+			int w = snprintf(buf + n, len - n, "%s%s %.1f MiB", n ? ", " : "",
+					 bpf_map__name(map), bytes / 1048576.0);
+			n += w > 0 ? (size_t)w : 0;
+		}
+	}
+	return total;
 }

@@ -19,20 +19,48 @@ struct tracked_block {
 	struct memprof_block b;
 };
 
+/* What one BPF program cost to load (the verifier's own statistics). */
+struct tracer_prog_cost {
+	const char *name;	 /* the program's name, NULL: not loaded */
+	uint32_t insns;		 /* instructions */
+	uint32_t insns_verified; /* instructions the verifier processed */
+	uint64_t verify_us;	 /* the verifier's time */
+};
+
+/* Where tracer_open and tracer_attach spent their time (CLOCK_MONOTONIC ns). */
+#define TRACER_MAX_PROGS 4
+struct tracer_costs {
+	uint64_t open_ns;   /* the object opened and sized */
+	uint64_t load_ns;   /* maps created, programs verified */
+	uint64_t mmap_ns;   /* arrays mapped */
+	uint64_t attach_ns; /* USDT links made */
+	uint64_t detach_ns; /* links destroyed (tracer_close) */
+	struct tracer_prog_cost progs[TRACER_MAX_PROGS];
+};
+
 struct tracer {
 	struct memprof_bpf *skel;
+	struct tracer_costs costs;
 	struct bpf_link **links;
+	char *link_is_sample; /* per link: 1 if memprof:sample's */
 	size_t n_links;
-	const struct memprof_stack *stacks;   /* mmapped, max_stacks + MEMPROF_INNER_STACKS */
-	const struct memprof_stack_agg *aggs; /* mmapped, max_stacks + MEMPROF_INNER_STACKS */
-	uint32_t max_stacks;		      /* the stack table's size (--max-stacks) */
-	size_t stacks_bytes, aggs_bytes;
-	/* mmapped, max_stacks + MEMPROF_INNER_STACKS: lifetimes of the blocks that died */
+	/*
+	 * The stack table, its aggregates and the frame arena, mmapped for
+	 * their first mapped_stacks entries and mapped_chunks chunks:
+	 * tracer_sync maps them again, at other addresses, as more is used.
+	 * Invariant: the synced_stacks stacks read at the last tracer_sync
+	 * (tracer_n_stacks) are mapped, their frames below n_frames.
+	 */
+	const struct memprof_stack *stacks;
+	const struct memprof_stack_agg *aggs;
+	const __u64 *frames;
+	uint32_t mapped_stacks, mapped_chunks, synced_stacks, frame_chunks;
+	uint64_t n_frames;
+	size_t stacks_bytes, aggs_bytes, frames_bytes;
+	/* Lifetimes of the blocks that died, per stack id below tracer_n_stacks
+	 * (a copy of the kernel's, by tracer_read_lifetimes; NULL before). */
 	const struct memprof_lifetime_hist *lifetimes;
-	size_t lifetimes_bytes;
-	/* mmapped, max_blocks: the block map's home slots */
-	const struct memprof_block_slot *block_slots;
-	size_t block_slots_bytes;
+	uint32_t max_stacks; /* the stack table's size (--max-stacks) */
 	uint32_t max_blocks;
 	/* CLOCK_MONOTONIC ns when tracer_detach raised detaching (0: not yet):
 	 * the blocks still in the block map were alive then. */
@@ -48,26 +76,44 @@ enum tracer_status {
 };
 
 /*
- * Open and load the BPF object for pid; map the arrays.  max_blocks sizes
+ * Open and load the BPF object for t's process, only the programs its probe
+ * files need; map the arrays.  max_blocks sizes
  * the block map (0: MEMPROF_MAX_BLOCKS), max_stacks the stack table (0:
  * MEMPROF_MAX_STACKS; the inner table adds MEMPROF_INNER_STACKS).  With
  * MEMPROF_BPF_LIFETIME_HISTS=0 in the environment the dealloc program keeps
  * no lifetime histograms (the benchmark's baseline, bench/tables/t7-lifetimes.sh).
  */
-enum tracer_status tracer_open(struct tracer *tr, pid_t pid, uint32_t max_blocks,
+enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
 			       uint32_t max_stacks, char *err, size_t errlen);
-/* Kernel memory the stack maps take for max_stacks, in bytes (about). */
+/* Kernel memory the stack maps take for max_stacks before any is used, in
+ * bytes (about), and what each stack used adds. */
 uint64_t tracer_stack_memory(uint32_t max_stacks);
+uint64_t tracer_stack_memory_used(void);
 /* Attach every memprof probe of every probe file of t. */
 enum tracer_status tracer_attach(struct tracer *tr, const struct target *t, char *err,
 				 size_t errlen);
-/* Destroy the links: the target's semaphores drop. */
+/* Raise detaching: from then on no program changes a view, and what the
+ * loader reads is final (the links go in tracer_close, sample first: the
+ * target stops sampling then). */
 void tracer_detach(struct tracer *tr);
 /* Refresh tr->blocks from the block map (home slots, then the overflow
  * hash by batch lookups).  0 or -errno. */
 int tracer_read_blocks(struct tracer *tr);
+/* Map more of the stack table, aggregates and frames if the kernel side
+ * uses more than are mapped (tr->stacks, aggs and frames may move), and
+ * take the count of stacks to read.  0 or -errno. */
+int tracer_sync(struct tracer *tr);
+/* Stack ids in use at the last tracer_sync: the entries of tr->stacks, aggs
+ * (and lifetimes, once read) to read. */
 uint32_t tracer_n_stacks(const struct tracer *tr);
+/* Copy the kernel's lifetime histograms into tr->lifetimes.  0 or -errno. */
+int tracer_read_lifetimes(struct tracer *tr);
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c);
 void tracer_close(struct tracer *tr);
+/* One line saying where the start-up time went (tr->costs), into buf. */
+void tracer_describe_costs(const struct tracer *tr, char *buf, size_t len);
+/* Kernel memory of every map of tr (fdinfo's memlock), in bytes; into buf
+ * (if not NULL) one "name size" list. */
+uint64_t tracer_map_memory(const struct tracer *tr, char *buf, size_t len);
 
 #endif

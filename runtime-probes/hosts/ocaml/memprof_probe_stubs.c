@@ -36,12 +36,14 @@
  * holding the runtime (domain) lock; the link wraps the last of them, where
  * finalisers run OCaml code (caml_final_do_calls_exn, 5.x
  * caml_final_do_calls_res), and the wrapper calls the OCaml poll, which
- * starts or stops Gc.Memprof.  No signal is used.
+ * starts or stops Gc.Memprof.  No signal is used.  5.x: every thread runs
+ * the poll once per request; a new domain runs pending actions before
+ * Domain.spawn's body has created its domain-local storage, which the
+ * poll reads, so the wrapper waits for that storage, and the poll of a
+ * domain whose state has not come from its parent yet runs again at its
+ * next pending action.
  *
- * Stacks.  A sample's callstack holds frame descriptors (their retaddr is
- * the return address) and, with -g, a debuginfo pointer in the innermost
- * slot of a minor allocation; a table built from the frame descriptors
- * maps those back to their frame's return address.
+ * Stacks: memprof_probe_callstack.c.
  *
  * GC timeline.  memprof:gc fires from the runtime's timing hooks (minor
  * collection begin/end, major slice begin/end), chained to any hook
@@ -83,6 +85,7 @@
 #include <linux/types.h>
 
 #include "memprof_probe_abi.h"
+#include "memprof_probe_callstack.h"
 #include "memprof_probe_site.h"
 
 /* How often the helper thread reads the sample semaphore. */
@@ -152,183 +155,6 @@ static void publish(void)
 /* 4.13: the rate of the one profile (5.x hands the rate of each sample). */
 static double current_rate(void);
 
-/* ---- Return addresses of a Gc.Memprof callstack ---- */
-
-#if OCAML5
-#define DESCR_FLAGS(d) ((d)->frame_data)
-#else
-#define DESCR_FLAGS(d) ((d)->frame_size)
-#endif
-#define DESCR_TO_C(d) (DESCR_FLAGS(d) == 0xffff)
-#define DESCR_HAS_ALLOCS(d) ((DESCR_FLAGS(d) & 2) != 0)
-#define DESCR_HAS_DEBUG(d) ((DESCR_FLAGS(d) & 1) != 0)
-
-struct dbg_ra {
-	uintptr_t dbg, ra;
-};
-
-struct dbg_map {
-	struct dbg_ra *v;
-	size_t len, cap;
-};
-
-static int dbg_cmp(const void *a, const void *b)
-{
-	uintptr_t x = ((const struct dbg_ra *)a)->dbg, y = ((const struct dbg_ra *)b)->dbg;
-
-	return x < y ? -1 : x > y;
-}
-
-static int dbg_add(struct dbg_map *m, uintptr_t dbg, uintptr_t ra)
-{
-	if (m->len == m->cap) {
-		size_t ncap = m->cap ? 2 * m->cap : 1024;
-		struct dbg_ra *v = realloc(m->v, ncap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		m->v = v;
-		m->cap = ncap;
-	}
-	m->v[m->len++] = (struct dbg_ra){dbg, ra};
-	return 0;
-}
-
-/*
- * Every allocation point of a frame compiled with -g has a debuginfo
- * offset, relative to its own 32-bit slot after the allocation lengths;
- * memprof hands the innermost frame as that debuginfo.  Map each one back.
- */
-static int dbg_add_descr(struct dbg_map *m, frame_descr *d)
-{
-	unsigned char *p;
-	unsigned n;
-
-	if (DESCR_TO_C(d) || !DESCR_HAS_ALLOCS(d) || !DESCR_HAS_DEBUG(d))
-		return 0;
-	p = (unsigned char *)&d->live_ofs[d->num_live];
-	n = *p;
-	p += 1 + n;
-	p = (unsigned char *)(((uintptr_t)p + 3) & ~(uintptr_t)3);
-	for (unsigned k = 0; k < n; k++) {
-		uint32_t off;
-
-		memcpy(&off, p + 4 * k, sizeof(off));
-		if (off && dbg_add(m, (uintptr_t)(p + 4 * k + off), d->retaddr))
-			return -1;
-	}
-	return 0;
-}
-
-static uintptr_t dbg_find(const struct dbg_map *m, uintptr_t dbg)
-{
-	size_t lo = 0, hi = m->len;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].dbg == dbg)
-			return m->v[mid].ra;
-		if (m->v[mid].dbg < dbg)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
-
-#if OCAML5
-/* The frametables of the executable, listed by the code ocamlopt links in. */
-extern intnat *caml_frametable[];
-
-/* The descriptor after d in its frametable. */
-static frame_descr *descr_next(frame_descr *d)
-{
-	unsigned char *p = (unsigned char *)&d->live_ofs[d->num_live];
-
-	if (!DESCR_TO_C(d)) {
-		unsigned n = 0;
-
-		if (DESCR_HAS_ALLOCS(d)) {
-			n = *p;
-			p += 1 + n;
-		}
-		if (DESCR_HAS_DEBUG(d)) {
-			p = (unsigned char *)(((uintptr_t)p + 3) & ~(uintptr_t)3);
-			p += 4 * (DESCR_HAS_ALLOCS(d) ? n : 1);
-		}
-	}
-	return (frame_descr *)(((uintptr_t)p + sizeof(void *) - 1) & ~(sizeof(void *) - 1));
-}
-
-/*
- * Built once, from the static frametables (code loaded later by natdynlink
- * keeps its frames, less the innermost -g one).  Domains sample in
- * parallel: the first lookup builds it under a lock.
- */
-static struct dbg_map dbg_map5;
-static atomic_int dbg_map5_ready;
-static pthread_mutex_t dbg_map5_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static uintptr_t dbg_lookup(uintptr_t dbg)
-{
-	if (!atomic_load_explicit(&dbg_map5_ready, memory_order_acquire)) {
-		pthread_mutex_lock(&dbg_map5_lock);
-		if (!atomic_load(&dbg_map5_ready)) {
-			for (int i = 0; caml_frametable[i]; i++) {
-				intnat *tbl = caml_frametable[i];
-				frame_descr *d = (frame_descr *)(tbl + 1);
-
-				for (intnat j = 0; j < *tbl; j++, d = descr_next(d))
-					if (dbg_add_descr(&dbg_map5, d))
-						break;
-			}
-			qsort(dbg_map5.v, dbg_map5.len, sizeof(*dbg_map5.v), dbg_cmp);
-			atomic_store_explicit(&dbg_map5_ready, 1, memory_order_release);
-		}
-		pthread_mutex_unlock(&dbg_map5_lock);
-	}
-	return dbg_find(&dbg_map5, dbg);
-}
-#else
-static struct dbg_map dbg_map4;
-static frame_descr **dbg_map_table; /* caml_frame_descriptors the map was built from */
-
-/* The runtime lock is held: one thread at a time. */
-static uintptr_t dbg_lookup(uintptr_t dbg)
-{
-	if (dbg_map_table != caml_frame_descriptors) { /* first use, or frametables added */
-		dbg_map4.len = 0;
-		dbg_map_table = caml_frame_descriptors;
-		for (uintnat i = 0; caml_frame_descriptors && i <= caml_frame_descriptors_mask; i++)
-			if (caml_frame_descriptors[i] &&
-			    dbg_add_descr(&dbg_map4, caml_frame_descriptors[i]))
-				break;
-		qsort(dbg_map4.v, dbg_map4.len, sizeof(*dbg_map4.v), dbg_cmp);
-	}
-	return dbg_find(&dbg_map4, dbg);
-}
-#endif
-
-/* The stack is a local array of the probe's caller: one per thread, so per domain. */
-static size_t callstack_pcs(value cs, uint64_t *out, size_t max)
-{
-	size_t n = Wosize_val(cs), k = 0;
-
-	for (size_t i = 0; i < n && k < max; i++) {
-		uintptr_t slot = (uintptr_t)Backtrace_slot_val(Field(cs, i));
-		uintptr_t ra;
-
-		if (slot & 2) /* a debuginfo: the innermost frame of a -g minor allocation */
-			ra = dbg_lookup(slot - 2);
-		else
-			ra = slot ? ((frame_descr *)slot)->retaddr : 0;
-		if (ra)
-			out[k++] = ra;
-	}
-	return k;
-}
-
 /* ---- The probes ---- */
 
 /*
@@ -338,7 +164,7 @@ static size_t callstack_pcs(value cs, uint64_t *out, size_t max)
  */
 CAMLprim value memprof_probe_sample(value alloc, value kind, value vrate)
 {
-	uint64_t stack[MEMPROF_PROBE_MAX_STACK + 1];
+	uint64_t stack[MEMPROF_CALLSTACK_BUF];
 	uint64_t id, size, n, ks, sp, sl, inv_q16;
 	double inv, rate;
 
@@ -352,13 +178,8 @@ CAMLprim value memprof_probe_sample(value alloc, value kind, value vrate)
 	n = (uint64_t)Long_val(Field(alloc, 0));
 	size = (uint64_t)Long_val(Field(alloc, 1));
 	ks = MEMPROF_PROBE_KIND_SOURCE(Long_val(kind), Long_val(Field(alloc, 2)));
-	/* One frame more than the probe takes tells a cut stack (the profile
-	 * asks Gc.Memprof for MEMPROF_PROBE_MAX_STACK + 1 frames). */
-	sl = callstack_pcs(Field(alloc, 3), stack, MEMPROF_PROBE_MAX_STACK + 1);
-	if (sl > MEMPROF_PROBE_MAX_STACK) {
-		sl = MEMPROF_PROBE_MAX_STACK;
-		ks |= MEMPROF_PROBE_F_STACK_CUT;
-	}
+	/* The profile asks Gc.Memprof for MEMPROF_CALLSTACK_BUF frames. */
+	sl = memprof_callstack_entries(Field(alloc, 3), stack, &ks);
 	sp = (uint64_t)(uintptr_t)stack;
 	rate = Double_val(vrate) > 0 ? Double_val(vrate) : current_rate();
 	inv = rate > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / rate) : 0;
@@ -659,14 +480,20 @@ caml_result __wrap_caml_final_do_calls_res(void)
 
 		if (!atomic_load(&helper_running))
 			helper_start(); /* a forked child: its parent's helper is gone */
-		if (gen != seen_gen && !in_poll) {
+		/* Not before Domain.spawn's body created the domain's storage
+		 * (the OCaml poll reads it): until then dls_root is unit. */
+		if (gen != seen_gen && !in_poll && Caml_state->dls_root != Val_unit) {
 			const value *poll = caml_named_value("memprof_probe.poll");
+			value done = Val_true;
 
-			seen_gen = gen;
 			in_poll = 1;
+			/* It catches everything; false: the domain's key is not set
+			 * yet, poll again at the next pending action. */
 			if (poll)
-				caml_callback_exn(*poll, Val_unit); /* it catches everything */
+				done = caml_callback_exn(*poll, Val_unit);
 			in_poll = 0;
+			if (Is_exception_result(done) || Bool_val(done))
+				seen_gen = gen;
 		}
 	}
 	return __real_caml_final_do_calls_res();

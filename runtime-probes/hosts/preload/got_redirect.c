@@ -477,6 +477,14 @@ void got_poll_slow(void)
 		rescan_all();
 }
 
+void got_fork_child(void)
+{
+	/* Only this thread survives: a rescan another thread was making holds
+	 * no lock here, and is made again at the next poll. */
+	rescan_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	atomic_store_explicit(&rescan_pending, 1, memory_order_release);
+}
+
 void got_self_init(void)
 {
 	Dl_info info;

@@ -147,6 +147,8 @@ static void fork_child(void)
 	struct preload_thread *t = &preload_self;
 
 	sampled_blocks_reinit_locks();
+	flusher_fork_child();
+	got_fork_child();
 	core_gate = (pthread_rwlock_t)CORE_GATE_INIT;
 	/* Only this thread survives: its own calls into the core hold the gate. */
 	if (t->core_depth)

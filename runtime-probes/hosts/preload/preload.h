@@ -111,6 +111,8 @@ void got_redirect_init(void);
 /* Rewrite the GOT slots of every loaded object now. */
 void got_rescan(void);
 void got_poll_slow(void);
+/* In the child of a fork (lifecycle.c's handler). */
+void got_fork_child(void);
 /* On every slow path: rescan if objects were loaded since the last time. */
 static inline void got_poll(void)
 {
@@ -317,5 +319,14 @@ static inline int preload_profiler_usable(void)
 	return atomic_load_explicit(&preload_profiler_ready, memory_order_acquire) &&
 	       !atomic_load_explicit(&preload_exiting, memory_order_relaxed);
 }
+
+/*
+ * The idle flusher (flusher.c): called on every slow path with whether a
+ * tracer is attached; starts the thread that hands over queued samples and
+ * events while the program does not allocate.
+ */
+void flusher_poll(struct preload_thread *t, int traced);
+/* In the child of a fork: no flusher runs there. */
+void flusher_fork_child(void);
 
 #endif

@@ -81,6 +81,7 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes)
 	}
 	if (PRELOAD_UNLIKELY(!t->registered))
 		preload_register_thread(t);
+	flusher_poll(t, *(volatile unsigned short *)&memprof_sample_semaphore != 0);
 
 	size_t consumed = t->armed - preload_countdown(t) + bytes;
 	size_t point = preload_countdown(t) + t->sample_after;

@@ -21,7 +21,13 @@
  *
  * Usage: attach-trigger [--iterations N] [--seconds S] [--wait-tracers K]
  *                       [--ready-file F] [--start-file F] [--map FILE] [--seed X]
- *                       [--vfork-every E] [--idle 1]
+ *                       [--vfork-every E] [--idle 1] [--hold-events F]
+ * --hold-events F: keep every promotion and death queued (a host whose
+ * events wait for its next poll, as the core's do for up to 10 ms), firing
+ * them only when a tracer asks for a flush (memprof_probe_control's
+ * flush_request) and at exit; F is written once TRIGGER_HELD_EPOCHS
+ * collections' events are held.  It shows that a detaching tracer gets
+ * what the host had queued.
  * --vfork-every E: every E epochs, one iteration runs in a vfork child (in
  * the trigger's memory, as dash's children do): its samples are the
  * trigger's, and the trigger later frees its blocks.  --idle 1: allocate
@@ -54,6 +60,8 @@
 #define TRIGGER_DEFAULT_SEED 42
 /* In --seconds mode, pause this long every epoch (keeps a core free). */
 #define TRIGGER_EPOCH_PAUSE_NS 200000
+/* --hold-events: its file is written after this many collections. */
+#define TRIGGER_HELD_EPOCHS 16
 
 unsigned short memprof_sample_semaphore __attribute__((section(".probes")));
 unsigned short memprof_events_semaphore __attribute__((section(".probes")));
@@ -108,6 +116,10 @@ static uint64_t draw_gap(void)
 	return gap >= 0x1p62 ? (uint64_t)1 << 62 : 1 + (uint64_t)gap;
 }
 
+static void held_fire(void);
+static void held_drop(void);
+static void write_ready(const char *path);
+
 /* The safe point: follow the tracer semaphore. */
 static void poll_tracer(void)
 {
@@ -125,10 +137,15 @@ static void poll_tracer(void)
 		ctl->active_rate = rate;
 		ctl->flags |= MEMPROF_PROBE_F_TRACER;
 	}
-	/* Its events go at each collection: nothing is queued here. */
-	if (ctl->flush_request != ctl->flushed)
-		ctl->flushed = ctl->flush_request;
+	/* Its events go at each collection, unless held (--hold-events). */
+	if (ctl->flush_request != ctl->flushed) {
+		uint64_t request = ctl->flush_request;
+
+		held_fire();
+		ctl->flushed = request;
+	}
 	if (!*sem && sampling) {
+		held_drop();
 		sampling = 0;
 		ctl->active_rate = 0;
 		ctl->flags &= ~MEMPROF_PROBE_F_TRACER;
@@ -211,11 +228,48 @@ __attribute__((noinline)) void site_major_blocks(void)
 static uint64_t events[2 * MEMPROF_PROBE_EVENTS_MAX]; /* (event, CLOCK_MONOTONIC ns) */
 static uint64_t n_events;
 
+/* --hold-events: the events not fired yet, in order; its file. */
+static const char *held_file;
+static uint64_t *held;
+static size_t n_held, cap_held;
+static unsigned held_collections;
+
 static void events_flush(void)
 {
-	if (n_events && memprof_events_semaphore)
+	if (held_file && n_events) {
+		if (n_held + 2 * n_events > cap_held) {
+			cap_held = 2 * (n_held + 2 * n_events);
+			held = realloc(held, cap_held * sizeof(*held));
+			if (!held) {
+				fprintf(stderr, "attach-trigger: out of memory\n");
+				exit(1);
+			}
+		}
+		memcpy(held + n_held, events, 2 * n_events * sizeof(*events));
+		n_held += 2 * n_events;
+	} else if (n_events && memprof_events_semaphore) {
 		STAP_PROBE2(memprof, events, (uintptr_t)events, n_events);
+	}
 	n_events = 0;
+}
+
+/* Fire the held events, in batches of at most MEMPROF_PROBE_EVENTS_MAX. */
+static void held_fire(void)
+{
+	for (size_t i = 0; i < n_held; i += 2 * MEMPROF_PROBE_EVENTS_MAX) {
+		uint64_t n = (n_held - i) / 2;
+
+		if (n > MEMPROF_PROBE_EVENTS_MAX)
+			n = MEMPROF_PROBE_EVENTS_MAX;
+		if (memprof_events_semaphore)
+			STAP_PROBE2(memprof, events, (uintptr_t)(held + i), n);
+	}
+	n_held = 0;
+}
+
+static void held_drop(void)
+{
+	n_held = 0;
 }
 
 static void event(const struct tracked *t, unsigned what)
@@ -264,6 +318,8 @@ static void collect(int full)
 	}
 	n_tracked = kept;
 	events_flush();
+	if (held_file && sampling && ++held_collections == TRIGGER_HELD_EPOCHS)
+		write_ready(held_file);
 }
 
 static double now_s(void)
@@ -375,6 +431,8 @@ int main(int argc, char **argv)
 			vfork_every = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--idle"))
 			idle = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--hold-events"))
+			held_file = v;
 		else {
 			fprintf(stderr, "attach-trigger: unknown option %s\n", a);
 			return 1;
@@ -416,6 +474,7 @@ int main(int argc, char **argv)
 	}
 	collect(0);
 	collect(1);
+	held_fire();
 	for (int s = 0; s < N_SITES; s++)
 		printf("site %s words %llu live_words %llu sampled_words %llu samples %llu "
 		       "est_bytes %llu\n",

@@ -2,21 +2,25 @@
  * A multithreaded C program for injection: memprof-bpf attaches to it while
  * it runs, without LD_PRELOAD.
  *
- *   inject-sites GO_FILE ROUNDS [--fork] [--dlopen LIB]
+ *   inject-sites GO_FILE ROUNDS [--fork] [--dlopen LIB] [--nss SERVICE]
  *
  * Before GO_FILE exists (before the injection) it allocates PRE_BLOCKS
  * blocks with every allocation function and fills them.  After: four
  * threads run ROUNDS rounds of four sites; the main thread checks, grows
  * (realloc), sizes (malloc_usable_size) and frees the blocks from before;
  * with --fork a child allocates and exits; with --dlopen the library LIB is
- * loaded and its site runs ROUNDS rounds.  Output (deterministic):
+ * loaded and its site runs ROUNDS rounds; with --nss, the C library loads
+ * the NSS module libnss_SERVICE.so.2 by itself to look a user up, and the
+ * module's site runs ROUNDS rounds (nss_module.c).  Output (deterministic):
  *   site NAME words W        one per site, exact words allocated there
  *   pre_blocks=ok            the blocks from before were intact
  *   child=0                  (--fork) the child's exit status
  */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <nss.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +33,9 @@
 #define PRE_BLOCKS 3000
 #define KEPT 2048
 
-enum { SMALL, MEDIUM, GROW, CALLOC, N_SITES };
-static const char *const names[N_SITES] = {"site_small", "site_medium", "site_grow", "site_calloc"};
+enum { SMALL, MEDIUM, GROW, CALLOC, MEMALIGN, N_SITES };
+static const char *const names[N_SITES] = {"site_small", "site_medium", "site_grow", "site_calloc",
+					   "site_memalign"};
 static atomic_ullong words[N_SITES];
 static long rounds;
 
@@ -89,6 +94,20 @@ __attribute__((noinline)) void site_calloc(long i)
 	atomic_fetch_add(&words[CALLOC], words_of(n * 24));
 }
 
+/* posix_memalign goes through the malloc host too. */
+__attribute__((noinline)) void site_memalign(long i)
+{
+	size_t bytes = 128 + (size_t)(i % 8) * 32;
+	void *p = NULL;
+
+	if (posix_memalign(&p, 64, bytes))
+		return;
+	memset(p, 5, bytes);
+	keep(p);
+	free(p);
+	atomic_fetch_add(&words[MEMALIGN], words_of(bytes));
+}
+
 static void *worker(void *arg)
 {
 	void **kept = calloc(KEPT, sizeof(void *));
@@ -100,6 +119,8 @@ static void *worker(void *arg)
 		if (i % 4 == 0)
 			site_grow(i);
 		site_calloc(i);
+		if (i % 2 == 0)
+			site_memalign(i);
 	}
 	for (int k = 0; k < KEPT; k++)
 		free(kept[k]);
@@ -210,11 +231,12 @@ static int run_child(void)
 
 int main(int argc, char **argv)
 {
-	const char *lib = NULL;
+	const char *lib = NULL, *nss = NULL;
 	int do_fork = 0;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: inject-sites GO_FILE ROUNDS [--fork] [--dlopen LIB]\n");
+		fprintf(stderr, "usage: inject-sites GO_FILE ROUNDS [--fork] [--dlopen LIB] "
+				"[--nss SERVICE]\n");
 		return 2;
 	}
 	rounds = atol(argv[2]);
@@ -223,6 +245,8 @@ int main(int argc, char **argv)
 			do_fork = 1;
 		else if (!strcmp(argv[i], "--dlopen") && i + 1 < argc)
 			lib = argv[++i];
+		else if (!strcmp(argv[i], "--nss") && i + 1 < argc)
+			nss = argv[++i];
 		else
 			return 2;
 	}
@@ -249,6 +273,27 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		run(rounds, &lib_words);
+	}
+	unsigned long long nss_words = 0;
+	if (nss) {
+		struct passwd pw, *found = NULL;
+		char name[64], buf[256];
+
+		void *slot;
+
+		/* The program's own GOT slot for malloc: redirected once injected. */
+		__asm__ volatile("movq malloc@GOTPCREL(%%rip), %0" : "=r"(slot));
+		snprintf(name, sizeof(name), "rounds-%ld%s", rounds,
+			 slot != dlsym(RTLD_DEFAULT, "malloc") ? "-wait" : "");
+		if (__nss_configure_lookup("passwd", nss) ||
+		    getpwnam_r(name, &pw, buf, sizeof(buf), &found) || !found ||
+		    sscanf(pw.pw_gecos, "words %llu", &nss_words) != 1) {
+			fprintf(stderr, "inject-sites: no user %s from NSS service %s\n", name,
+				nss);
+			return 1;
+		}
+	}
+	if (lib || nss) {
 		/* Stay a while: the loader names frames from the mappings it has seen. */
 		const struct timespec stay = {0, 400000000};
 		nanosleep(&stay, NULL);
@@ -257,6 +302,8 @@ int main(int argc, char **argv)
 		printf("site %s words %llu\n", names[s], (unsigned long long)words[s]);
 	if (lib)
 		printf("site site_in_library words %llu\n", lib_words);
+	if (nss)
+		printf("site site_in_nss words %llu\n", nss_words);
 	printf("pre_blocks=%s\n", pre_ok ? "ok" : "DAMAGED");
 	if (do_fork)
 		printf("child=%d\n", child);

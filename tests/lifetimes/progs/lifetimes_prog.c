@@ -17,6 +17,21 @@
  *                   STEP_MS after STEP_MS of nothing; kept to the exit, which
  *                   comes STEP_MS after the last step.
  *
+ *   lifetimes_prog READY_FILE peak
+ *     site_hold     HOLD_BYTES, kept to the exit
+ *     site_peak     PEAK_BYTES after them; once every sample taken has been
+ *                   handed to the tracer (a flush request in its control
+ *                   block, served), it writes READY_FILE.peak and holds them until
+ *                   READY_FILE.release exists (the test creates it once it
+ *                   has seen the loader poll since), then frees them all
+ *     site_after    AFTER_BYTES, kept to the exit ("peak_bytes N",
+ *                   "hold_bytes N", "after_bytes N"): the live memory rises
+ *                   to HOLD_BYTES + PEAK_BYTES and ends at HOLD_BYTES +
+ *                   AFTER_BYTES, so site_after is never part of the peak.
+ *     While it waits it allocates and frees one small block a millisecond
+ *     (site_tick): the host serves requests and hands over what it queued
+ *     at its allocations.
+ *
  * Every block is BLOCK_BYTES.  The program starts its work once a tracer
  * samples (wait_tracer.h), and its exit ends the tracer's run.
  */
@@ -36,6 +51,14 @@
 #define STEP_BYTES (8 << 20)
 #define STEP_BLOCKS (STEP_BYTES / BLOCK_BYTES)
 #define STEP_MS 600
+#define HOLD_BYTES (8 << 20)
+#define PEAK_BYTES (64 << 20)
+#define AFTER_BYTES (4 << 20)
+#define AFTER_BLOCKS (AFTER_BYTES / BLOCK_BYTES)
+#define HOLD_BLOCKS (HOLD_BYTES / BLOCK_BYTES)
+#define PEAK_BLOCKS (PEAK_BYTES / BLOCK_BYTES)
+#define TICK_BYTES 1024 /* the host polls when its countdown runs out: every few ticks */
+#define WAIT_S 120	/* a failure detector: the test answers within seconds */
 
 static int64_t now_us(void)
 {
@@ -71,6 +94,7 @@ static void *ring[MAX_BLOCKS];
 static int64_t ring_birth[MAX_BLOCKS];
 static int64_t lives_short[MAX_BLOCKS], lives_long[MAX_BLOCKS];
 static void *steps[STEPS * STEP_BLOCKS];
+static void *held[HOLD_BLOCKS], *peak[PEAK_BLOCKS], *after[AFTER_BLOCKS];
 
 __attribute__((noipa)) void *site_short(void)
 {
@@ -102,6 +126,36 @@ __attribute__((noipa)) void *site_step(void)
 
 	__asm__ volatile("" ::: "memory"); /* no tail call: this frame stays */
 	return p;
+}
+
+__attribute__((noipa)) void *site_hold(void)
+{
+	void *p = malloc(BLOCK_BYTES);
+
+	__asm__ volatile("" ::: "memory"); /* no tail call: this frame stays */
+	return p;
+}
+
+__attribute__((noipa)) void *site_peak(void)
+{
+	void *p = malloc(BLOCK_BYTES);
+
+	__asm__ volatile("" ::: "memory"); /* no tail call: this frame stays */
+	return p;
+}
+
+__attribute__((noipa)) void *site_after(void)
+{
+	void *p = malloc(BLOCK_BYTES);
+
+	__asm__ volatile("" ::: "memory"); /* no tail call: this frame stays */
+	return p;
+}
+
+__attribute__((noipa)) void site_tick(void)
+{
+	wait_sink = malloc(TICK_BYTES);
+	free(wait_sink);
 }
 
 static void touch(void *p)
@@ -167,15 +221,80 @@ static int run_steps(void)
 	return 0;
 }
 
+/* One tick: a small allocation (the host's queues are served), then 1 ms asleep. */
+static void tick(void)
+{
+	const struct timespec ms = {0, 1000000};
+
+	site_tick();
+	nanosleep(&ms, NULL);
+}
+
+/*
+ * Ask the host for what it queued, as a tracer does before it detaches
+ * (memprof_probe_abi.h, flush_request): served at its next poll, which an
+ * allocation reaches.  The request to wait for.
+ */
+static uint64_t request_flush(void)
+{
+	return __atomic_add_fetch(&memprof_probe_control.flush_request, 1, __ATOMIC_ACQ_REL);
+}
+
+static int flush_served(uint64_t request)
+{
+	return __atomic_load_n(&memprof_probe_control.flushed, __ATOMIC_ACQUIRE) >= request;
+}
+
+static int run_peak(const char *ready)
+{
+	char path[4096];
+	uint64_t request;
+	int64_t until;
+	FILE *f;
+
+	for (int i = 0; i < HOLD_BLOCKS; i++)
+		touch(held[i] = site_hold());
+	for (int i = 0; i < PEAK_BLOCKS; i++)
+		touch(peak[i] = site_peak());
+	/* Every sample taken so far goes to the tracer's probe: none stays queued. */
+	request = request_flush();
+	until = now_us() + WAIT_S * 1000000LL;
+	while (!flush_served(request) && now_us() < until)
+		tick();
+	snprintf(path, sizeof(path), "%s.peak", ready);
+	f = fopen(path, "w");
+	if (!f || fclose(f))
+		return 2;
+	/* Held until the test saw the loader poll with all of it live. */
+	snprintf(path, sizeof(path), "%s.release", ready);
+	while (access(path, F_OK) && now_us() < until)
+		tick();
+	if (access(path, F_OK)) {
+		fprintf(stderr, "lifetimes_prog: no %s within %d s\n", path, WAIT_S);
+		return 2;
+	}
+	for (int i = 0; i < PEAK_BLOCKS; i++)
+		free(peak[i]);
+	for (int i = 0; i < AFTER_BLOCKS; i++)
+		touch(after[i] = site_after());
+	printf("peak_bytes %d\nhold_bytes %d\nafter_bytes %d\n", PEAK_BYTES, HOLD_BYTES,
+	       AFTER_BYTES);
+	fflush(stdout);
+	return 0; /* the exit hands the last deaths over (the host's destructor) */
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[2], "sites") && strcmp(argv[2], "steps"))) {
-		fprintf(stderr, "usage: lifetimes_prog READY_FILE sites|steps\n");
+	if (argc != 3 ||
+	    (strcmp(argv[2], "sites") && strcmp(argv[2], "steps") && strcmp(argv[2], "peak"))) {
+		fprintf(stderr, "usage: lifetimes_prog READY_FILE sites|steps|peak\n");
 		return 2;
 	}
 	if (wait_for_tracer(argv[1])) {
 		fprintf(stderr, "lifetimes_prog: no tracer within 60 s\n");
 		return 2;
 	}
+	if (!strcmp(argv[2], "peak"))
+		return run_peak(argv[1]);
 	return strcmp(argv[2], "sites") ? run_steps() : run_sites();
 }

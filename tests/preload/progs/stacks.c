@@ -1,10 +1,12 @@
 /*
  * Stacks and units under the preload, for tests/preload/test_stacks.c.
  *
- *   stacks many READY ROUNDS   65,536 distinct call stacks: 16 levels of two
- *                              functions each (a path's bits choose), the
- *                              16th calling leaf_alloc, which mallocs 8 KiB
- *                              and frees it; ROUNDS passes over every path
+ *   stacks many READY ROUNDS [PATHS]
+ *                              65,536 (or PATHS, at most that) distinct call
+ *                              stacks: 16 levels of two functions each (a
+ *                              path's bits choose), the 16th calling
+ *                              leaf_alloc, which mallocs 8 KiB and frees it;
+ *                              ROUNDS passes over every path
  *   stacks deep READY ROUNDS   ROUNDS times, for every depth d in 1..200, a
  *                              recursion of d frames of recurse() whose
  *                              innermost mallocs 4 KiB and frees it
@@ -120,16 +122,18 @@ LEVEL(3, 4)
 LEVEL(2, 3)
 LEVEL(1, 2)
 
-static void run_many(unsigned long rounds)
+static void run_many(unsigned long rounds, unsigned long paths)
 {
+	if (!paths || paths > 1u << MANY_LEVELS)
+		paths = 1u << MANY_LEVELS;
 	for (unsigned long r = 0; r < rounds; r++)
-		for (unsigned path = 0; path < (1u << MANY_LEVELS); path++) {
+		for (unsigned path = 0; path < paths; path++) {
 			if (path & 1)
 				lv1a(path);
 			else
 				lv1b(path);
 		}
-	printf("paths=%u\n", 1u << MANY_LEVELS);
+	printf("paths=%lu\n", paths);
 }
 
 /* ---- deep: recursions of 1..200 frames ---- */
@@ -234,8 +238,8 @@ int main(int argc, char **argv)
 	}
 	if (ready_and_wait(argv[2]))
 		return 3;
-	if (!strcmp(argv[1], "many") && argc == 4)
-		run_many(strtoul(argv[3], NULL, 0));
+	if (!strcmp(argv[1], "many") && (argc == 4 || argc == 5))
+		run_many(strtoul(argv[3], NULL, 0), argc == 5 ? strtoul(argv[4], NULL, 0) : 0);
 	else if (!strcmp(argv[1], "deep") && argc == 4)
 		run_deep(strtoul(argv[3], NULL, 0));
 	else if (!strcmp(argv[1], "sizes"))

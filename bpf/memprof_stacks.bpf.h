@@ -1,0 +1,167 @@
+/*
+ * The stack table's hashing and its frame arena (memprof_maps.h: struct
+ * memprof_stack, the arena's chunks): a part of memprof.bpf.c, included
+ * there after the maps it uses, never on its own.
+ */
+#ifndef MEMPROF_STACKS_BPF_H
+#define MEMPROF_STACKS_BPF_H
+
+/* Multiplier of the second hash (another odd constant, of the digits of pi). */
+#define STACK_CHECK_MULT 0xc90fdaa22168c235ull
+
+/* The two hashes of a stack's first frames (memprof_maps.h, struct memprof_stack). */
+struct stack_hashes {
+	__u64 key, check;
+};
+
+/*
+ * The hashes of a stack's first len frames, computed by one bpf_loop over
+ * them, STACK_WALK_STEP frames a step: the verifier checks the step once,
+ * not once per frame and per caller, and a step's call is paid once per
+ * STACK_WALK_STEP frames.
+ */
+#define STACK_WALK_STEP 4
+struct stack_walk {
+	const struct stack_scratch *st;
+	__u32 len;
+	struct stack_hashes h;
+};
+
+static __always_inline void hashes_start(struct stack_hashes *h, __u32 len, __u32 flags)
+{
+	h->key = (len * STACK_HASH_MULT + 1) ^ ((__u64)flags << 56);
+	h->check = (len * STACK_CHECK_MULT + 3) ^ ((__u64)flags << 48);
+}
+
+static __always_inline void hashes_add(struct stack_hashes *h, __u64 pc)
+{
+	h->key = (h->key ^ pc) * STACK_HASH_MULT;
+	h->key ^= h->key >> 29;
+	h->check = (h->check + pc) * STACK_CHECK_MULT;
+	h->check ^= h->check >> 31;
+}
+
+static long stack_walk_step(__u32 i, void *ctx)
+{
+	struct stack_walk *w = ctx;
+
+#pragma unroll
+	for (__u32 k = 0; k < STACK_WALK_STEP; k++) {
+		__u32 j = i * STACK_WALK_STEP + k;
+
+		if (j >= w->len || j >= MEMPROF_STACK_DEPTH)
+			return 1;
+		hashes_add(&w->h, w->st->pcs[j]);
+	}
+	return 0;
+}
+
+/* The two hashes of (st's first len frames, flags). */
+static __always_inline void stack_hashes_of(struct stack_hashes *h, const struct stack_scratch *st,
+					    __u32 len, __u32 flags)
+{
+	struct stack_walk w = {.st = st, .len = len};
+
+	hashes_start(&w.h, len, flags);
+	bpf_loop((len + STACK_WALK_STEP - 1) / STACK_WALK_STEP, stack_walk_step, &w, 0);
+	*h = w.h;
+}
+
+/* id if the stack stored under it has the check, len and flags; else unknown. */
+static __always_inline __u32 stacks_check(__u32 id, __u64 check, __u32 len, __u32 flags)
+{
+	const struct memprof_stack *kept = bpf_map_lookup_elem(&stacks, &id);
+
+	if (kept && kept->len == len && kept->flags == flags && kept->check == check)
+		return id;
+	count(MEMPROF_CNT_DROP_STACK_COLLIDE);
+	return MEMPROF_STACK_UNKNOWN;
+}
+
+/*
+ * Reserve len frames (1 <= len <= MEMPROF_STACK_DEPTH) of the arena's
+ * chunks [base, base + n_chunks) through the counter *next, and write st's
+ * first len into them (memprof_maps.h).  Their index in the arena, or -1
+ * when the chunks are used up.
+ */
+static __always_inline __s64 frames_store(const struct stack_scratch *st, __u32 len, __u32 *next,
+					  __u32 base, __u32 n_chunks)
+{
+	__u32 at, chunk, off, key;
+	struct memprof_frame_chunk *c;
+
+	if (*next >= n_chunks * MEMPROF_FRAME_CHUNK)
+		return -1;
+	at = __sync_fetch_and_add(next, len);
+	chunk = at / MEMPROF_FRAME_CHUNK;
+	off = at % MEMPROF_FRAME_CHUNK;
+	if (chunk >= n_chunks)
+		return -1;
+	key = base + chunk;
+	c = bpf_map_lookup_elem(&frames, &key);
+	if (!c)
+		return -1;
+	bpf_probe_read_kernel(&c->pcs[off], (len & (2 * MEMPROF_STACK_DEPTH - 1)) * sizeof(__u64),
+			      st->pcs);
+	return (__s64)key * MEMPROF_CHUNK_FRAMES + off;
+}
+
+/*
+ * Stack id of (st's first len PCs, flags), stored on first sight in the
+ * id range [first, limit) through the counter *next (ids first + *next),
+ * its frames in the arena's chunks [frame_base, + n_frame_chunks) through
+ * *frame_next; MEMPROF_STACK_UNKNOWN if it cannot be, with *full set
+ * when the range or the frames are used up (2: the frames).
+ */
+static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
+					   const struct stack_hashes *hs, __u32 len, __u32 flags,
+					   __u32 *next, __u32 first, __u32 limit, __u32 *frame_next,
+					   __u32 frame_base, __u32 n_frame_chunks, int *full)
+{
+	__u64 h = hs->key;
+	__u32 *known, id;
+	struct memprof_stack *slot;
+	__s64 at;
+
+	*full = 0;
+	known = bpf_map_lookup_elem(&stack_ids, &h);
+	if (known)
+		return stacks_check(*known, hs->check, len, flags);
+	if (first + *next >= limit) {
+		*full = 1;
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	if (len > MEMPROF_STACK_DEPTH)
+		len = MEMPROF_STACK_DEPTH;
+	/* The frames before the id (memprof_maps.h's invariant). */
+	at = frames_store(st, len, frame_next, frame_base, n_frame_chunks);
+	if (at < 0) {
+		*full = 2;
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	id = first + __sync_fetch_and_add(next, 1);
+	if (id >= limit) {
+		*full = 1;
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	slot = bpf_map_lookup_elem(&stacks, &id);
+	if (!slot) {
+		*full = 1;
+		return MEMPROF_STACK_UNKNOWN;
+	}
+	/* The frames first, then len: the slot is published by the hash insert. */
+	slot->first_frame = (__u32)at;
+	slot->flags = flags;
+	slot->check = hs->check;
+	slot->len = len;
+	if (bpf_map_update_elem(&stack_ids, &h, &id, BPF_NOEXIST) == 0)
+		return id;
+	/* Another CPU interned it first (our slot stays unused), or full. */
+	known = bpf_map_lookup_elem(&stack_ids, &h);
+	if (known)
+		return stacks_check(*known, hs->check, len, flags);
+	count(MEMPROF_CNT_DROP_STACK_HASH);
+	return MEMPROF_STACK_UNKNOWN;
+}
+
+#endif
