@@ -200,6 +200,24 @@ CAMLextern value caml_memprof_stop(value unit);
 CAMLextern value caml_memprof_discard(value profile);
 #endif
 
+/*
+ * Gc.Memprof.start at rate with the tracker.  The rate's box is allocated
+ * before the tracker is read: an allocation may run a minor collection
+ * (in 5.x whenever another domain asks for one), which moves a young
+ * tracker, and a value read before it would be the old copy, whose
+ * fields are the collector's forwarding words.  (A crash seen here, once
+ * in about 15 attaches of four domains: the profile's callbacks were the
+ * tracker's forwarding pointer and a header.)
+ */
+static value control_start(void)
+{
+	CAMLparam0();
+	CAMLlocal1(lv);
+
+	lv = caml_copy_double(rate);
+	CAMLreturn(caml_memprof_start(lv, Val_long(MEMPROF_CALLSTACK_BUF), tracker));
+}
+
 /* Called by attach_closure_code through caml_c_call, as an OCaml external. */
 ATTACH_HIDDEN value ocaml_attach_dispatch(value arg, value which);
 value ocaml_attach_dispatch(value arg, value which)
@@ -228,8 +246,7 @@ value ocaml_attach_dispatch(value arg, value which)
 		return Val_unit;
 	case CB_CONTROL:
 		if (Int_val(arg) == OP_START)
-			return caml_memprof_start(caml_copy_double(rate),
-						  Val_long(MEMPROF_CALLSTACK_BUF), tracker);
+			return control_start();
 		return caml_memprof_stop(Val_unit);
 	}
 	return Val_unit;
@@ -301,7 +318,7 @@ static atomic_int made; /* 0, 1 being made, 2 made */
 static int closures_make(void)
 {
 	CAMLparam0();
-	CAMLlocal1(t);
+	CAMLlocal2(t, c);
 	int none = 0;
 
 	if (atomic_load(&made) == 2)
@@ -316,8 +333,11 @@ static int closures_make(void)
 	t = caml_alloc_small(5, 0);
 	for (int i = 0; i < 5; i++)
 		Field(t, i) = Val_unit;
-	for (int i = 0; i < 5; i++)
-		caml_modify(&Field(t, i), closure(i));
+	for (int i = 0; i < 5; i++) {
+		/* The closure first: its allocation may move t. */
+		c = closure(i);
+		caml_modify(&Field(t, i), c);
+	}
 	tracker = t;
 	caml_register_generational_global_root(&tracker);
 	control = closure(CB_CONTROL);
@@ -380,12 +400,11 @@ int attach_act(void)
 		}
 	}
 	if (!up && profiles[d] != Val_unit) {
-		value p = profiles[d];
-
-		if (profile_status(p) == PROFILE_SAMPLING)
+		/* Read from its root after the callback, which may collect. */
+		if (profile_status(profiles[d]) == PROFILE_SAMPLING)
 			caml_callback_exn(control, Val_int(OP_STOP));
-		if (profile_status(p) == PROFILE_STOPPED)
-			caml_memprof_discard(p);
+		if (profile_status(profiles[d]) == PROFILE_STOPPED)
+			caml_memprof_discard(profiles[d]);
 		caml_modify_generational_global_root(&profiles[d], Val_unit);
 		if (atomic_fetch_sub(&sampling_domains, 1) == 1)
 			atomic_store(&tracer_seen, 0);
