@@ -205,9 +205,9 @@ CAMLextern value caml_memprof_discard(value profile);
  * before the tracker is read: an allocation may run a minor collection
  * (in 5.x whenever another domain asks for one), which moves a young
  * tracker, and a value read before it would be the old copy, whose
- * fields are the collector's forwarding words.  (A crash seen here, once
- * in about 15 attaches of four domains: the profile's callbacks were the
- * tracker's forwarding pointer and a header.)
+ * fields are the collector's forwarding words.  (A crash seen here in
+ * about one attach of eleven to four domains: the profile's callbacks
+ * were the tracker's forwarding pointer and a header.)
  */
 static value control_start(void)
 {
