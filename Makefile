@@ -35,6 +35,13 @@ TEST_BINS :=
 BENCH_DEPS :=
 
 DEPS_STAMP := $(BUILD)/.deps-installed
+# MEMPROF_DEPS=none: install nothing (a packager's build, such as
+# memprof_probe.opam's, whose depexts name the Debian packages it needs).
+ifeq ($(MEMPROF_DEPS),none)
+DEPS_STAMP := deps-none
+.PHONY: deps-none
+deps-none: ;
+endif
 
 .PHONY: all deps test test-long test-loaded demo bench clean format format-check
 all: $(DEPS_STAMP) build-all

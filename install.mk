@@ -31,7 +31,12 @@ INSTALL_OCAML_HOSTS := $(OCAML_ATTACH4_SO) $(wildcard $(OCAML_ATTACH5_SO))
 INSTALL_FILES := $(LOADER) $(INSTALL_LIBS) $(INSTALL_OCAML_HOSTS) $(INSTALL_HDRS) \
 	docs/memprof-bpf.1 $(OCAML_PKG_FILES)
 
-.PHONY: install uninstall
+.PHONY: install uninstall install-ocaml-package
+# The findlib package alone (memprof_probe.opam: OCAML_DESTDIR=%{lib}%).
+install-ocaml-package: $(OCAML_PKG_FILES)
+	$(INSTALL) -d $(INSTALL_OCAML)
+	$(INSTALL) -m 644 $(OCAML_PKG_FILES) $(INSTALL_OCAML)/
+
 install: $(INSTALL_FILES)
 	$(INSTALL) -d $(INSTALL_BIN) $(INSTALL_LIB)/pkgconfig $(INSTALL_INC) $(INSTALL_MAN1) \
 		$(INSTALL_OCAML)

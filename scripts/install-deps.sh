@@ -10,6 +10,7 @@ packages=(
 	libprotobuf-c-dev protobuf-c-compiler golang-go libc6-dbg libxml2-utils
 	xz-utils debuginfod libdebuginfod1 chromium
 	libclang-rt-14-dev libcap2-bin util-linux postgresql-15 ocaml-dune python3 python3.11-dev
+	opam rsync
 )
 if [ "$#" -gt 0 ]; then
 	packages+=("$@")

@@ -156,3 +156,31 @@ double out_value(const char *path, const char *key)
 
 	return file_value(path, key, &v) ? -1 : v;
 }
+
+static const char *const dune_sites[] = {"Work.make_point", "Work.make_record", "Work.make_entry",
+					 "Sites.entry"};
+
+void ocaml_check_sites_exe(const char *dir, const char *exe)
+{
+	char out[512], ready[512], alloc[600], log[600];
+
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	const char *argv[] = {exe, "300000", ready, "5e6", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach_verbose(pid, "1", "1e-4", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0, "the program %s failed", exe);
+	snprintf(log, sizeof(log), "%s/loader.err", dir);
+	cr_expect(!file_has(log, "had no memprof probes"), "the program was injected: no probes");
+	snprintf(alloc, sizeof(alloc), "%s/views/alloc.folded", dir);
+	double total = folded_total(alloc), named = 0;
+	for (size_t i = 0; i < sizeof(dune_sites) / sizeof(dune_sites[0]); i++) {
+		double w = folded_frame_sum(alloc, dune_sites[i]);
+
+		cr_expect_gt(w, 0, "no samples at %s", dune_sites[i]);
+		named += w;
+	}
+	cr_expect_gt(total, 0, "no samples");
+	cr_expect_geq(named, 0.95 * total, "the sites hold %.0f of %.0f", named, total);
+}

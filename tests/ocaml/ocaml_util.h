@@ -52,4 +52,12 @@ double out_value(const char *path, const char *key);
 /* The attach tests' helpers: target_control reads a target's control block. */
 #include "attach_util.h"
 
+/*
+ * The sites program (tests/ocaml/progs/sites.ml) built as exe by a user's
+ * project (dune, opam): run, attached through its own probes (never
+ * injected) for a second at 1e-4, its sites named as written (Work.make_point,
+ * not dune's Dune__exe__Work) and holding its samples.
+ */
+void ocaml_check_sites_exe(const char *dir, const char *exe);
+
 #endif

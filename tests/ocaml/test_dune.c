@@ -27,13 +27,9 @@
 #define DUNE_ENV "PATH=/usr/bin:/bin OCAMLPATH=%s/build/ocaml%.0s%.0s"
 #endif
 
-static const char *const sites[] = {"Work.make_point", "Work.make_record", "Work.make_entry",
-				    "Sites.entry"};
-
 Test(ocaml_dune, a_dune_project_with_libraries_memprof_probe, .timeout = 600)
 {
-	char dir[256], root[512], cmd[8192], env[2048], exe[512], out[512], ready[512], alloc[600],
-	    log[600];
+	char dir[256], root[512], cmd[8192], env[2048], exe[512], log[600];
 
 	cr_assert_not_null(getcwd(root, sizeof(root)));
 	ocaml_tmpdir(dir, sizeof(dir));
@@ -51,23 +47,5 @@ Test(ocaml_dune, a_dune_project_with_libraries_memprof_probe, .timeout = 600)
 	free(text);
 
 	snprintf(exe, sizeof(exe), "%s/_build/default/sites.exe", dir);
-	snprintf(out, sizeof(out), "%s/out", dir);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
-	const char *argv[] = {exe, "300000", ready, "5e6", NULL};
-	pid_t pid = ocaml_start(dir, out, argv);
-
-	cr_assert_eq(ocaml_attach_verbose(pid, "1", "1e-4", dir), 0, "the loader failed");
-	cr_assert_eq(ocaml_wait(pid), 0, "the dune-built program failed");
-	snprintf(log, sizeof(log), "%s/loader.err", dir);
-	cr_expect(!file_has(log, "had no memprof probes"), "the program was injected: no probes");
-	snprintf(alloc, sizeof(alloc), "%s/views/alloc.folded", dir);
-	double total = folded_total(alloc), named = 0;
-	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++) {
-		double w = folded_frame_sum(alloc, sites[i]);
-
-		cr_expect_gt(w, 0, "no samples at %s", sites[i]);
-		named += w;
-	}
-	cr_expect_gt(total, 0, "no samples");
-	cr_expect_geq(named, 0.95 * total, "the sites hold %.0f of %.0f", named, total);
+	ocaml_check_sites_exe(dir, exe);
 }

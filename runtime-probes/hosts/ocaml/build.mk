@@ -1,21 +1,28 @@
 # runtime-probes/hosts/ocaml: the OCaml host, a findlib package that makes
-# any native OCaml 4.13 or 5.3 program attachable by memprof-bpf.  It is built into
-# build/ocaml/memprof_probe/, so that a program builds with
+# any native OCaml 4.13/4.14 or 5.3 program attachable by memprof-bpf.  It is built
+# into build/ocaml/memprof_probe/ for the compiler `ocamlfind ocamlopt` names
+# (Debian's, or an opam switch's: memprof_probe.opam runs `make ocaml-package`),
+# so that a program builds with
 #   OCAMLPATH=$PWD/build/ocaml ocamlfind ocamlopt -g -package memprof_probe,unix -linkpkg app.ml -o app
-# and calls Memprof_probe.install () once.  The C stubs fire the probes of
-# memprof_probe_abi.h; the link wraps three runtime functions (OCAML_WRAP,
+# and calls Memprof_probe.install () once.  That compiler's version picks the
+# implementation (OCAML_FAMILY below): memprof_probe.ml for 4.13, 4.14 and
+# 5.0-5.2 (their Gc.Memprof has the 4.x interface; on 5.0-5.2 its start
+# fails, and install () says sampling is not available), memprof_probe5.ml for
+# 5.3 on (the 5.3 interface).  The C stubs fire the probes of
+# memprof_probe_abi.h; the link wraps three runtime functions (OCAML_WRAP4/5,
 # recorded in the .cmxa: memprof_probe_stubs.c says why) and exports the
 # control block.
 # Tests: tests/ocaml/ (real OCaml programs of tests/ocaml/progs/, attached
 # with the loader).
 # OCaml 5.3: the second half of this file builds the compiler from the npm
-# registry (scripts/build-ocaml5.sh, once per clean tree, about 5 minutes),
+# registry (scripts/build-ocaml.sh 5.3.0, once per clean tree, about 5 minutes),
 # the same package for it under build/ocaml5/lib/, and the same test
 # programs; tests/ocaml5/ runs tests/ocaml's scenarios on them.
 
 OCAML_DIR := runtime-probes/hosts/ocaml
 OCAML_PKG := $(BUILD)/ocaml/memprof_probe
-OCAML_STUBS_SRCS := $(OCAML_DIR)/memprof_probe_stubs.c $(OCAML_DIR)/memprof_probe_callstack.c
+OCAML_STUBS_SRCS := $(OCAML_DIR)/memprof_probe_stubs.c $(OCAML_DIR)/memprof_probe_callstack.c \
+	$(OCAML_DIR)/memprof_probe_unavailable.c
 OCAML_STUBS_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(OCAML_STUBS_SRCS))
 OCAMLFIND := ocamlfind
 OCAML_COMMA := ,
@@ -24,7 +31,18 @@ ocaml_where = $(or $(OCAML_WHERE),$(eval OCAML_WHERE := $(shell $(OCAMLFIND) oca
 OCAML_WRAP_COMMON := -Wl,--wrap=caml_memprof_start,--wrap=caml_memprof_stop \
 	-Wl,--export-dynamic-symbol=memprof_probe_control \
 	-Wl,--export-dynamic-symbol=memprof_probe_ocaml_stdlib
-OCAML_WRAP := $(OCAML_WRAP_COMMON) -Wl,--wrap=caml_final_do_calls_exn
+# The finaliser runner wrapped: 4.x calls it caml_final_do_calls_exn, 5.x
+# caml_final_do_calls_res.
+OCAML_WRAP4 := $(OCAML_WRAP_COMMON) -Wl,--wrap=caml_final_do_calls_exn
+OCAML_WRAP5 := $(OCAML_WRAP_COMMON) -Wl,--wrap=caml_final_do_calls_res
+# In a recipe: the family of the compiler ocamlfind names, "4" (4.13, 4.14),
+# "5.0" (5.0-5.2: the 4.x Gc.Memprof interface, whose start fails) or "5"
+# (5.3 on); any other version stops the build with one line.  Asked when the
+# recipe runs, not when make reads this file: on a fresh machine ocamlfind is
+# installed by the deps step, after that.
+OCAML_FAMILY = $$(v=$$($(OCAMLFIND) ocamlopt -version) && case "$$v" in \
+	4.1[34].*) echo 4;; 5.[012].*) echo 5.0;; 5.*|[6-9].*) echo 5;; \
+	*) echo "memprof_probe: OCaml $$v is not supported (4.13, 4.14, 5.x)" >&2; exit 1;; esac)
 OCAML_PKG_FILES := $(addprefix $(OCAML_PKG)/,META memprof_probe.cmxa memprof_probe.a \
 	memprof_probe.cmi memprof_probe.cmx memprof_probe.mli libmemprof_probe_stubs.a)
 
@@ -50,7 +68,14 @@ $(OCAML_PKG)/memprof_probe.cmi: $(OCAML_DIR)/memprof_probe.mli | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(OCAMLFIND) ocamlopt -g -c -o $@ $<
 
-$(OCAML_PKG)/memprof_probe.cmx: $(OCAML_DIR)/memprof_probe.ml $(OCAML_PKG)/memprof_probe.cmi
+# The implementation for the compiler's family, compiled as memprof_probe.ml.
+$(BUILD)/ocaml/src/memprof_probe.ml: $(OCAML_DIR)/memprof_probe.ml $(OCAML_DIR)/memprof_probe5.ml \
+		| $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	family=$(OCAML_FAMILY) && case $$family in 5) src=$(OCAML_DIR)/memprof_probe5.ml;; \
+		*) src=$(OCAML_DIR)/memprof_probe.ml;; esac && cp $$src $@
+
+$(OCAML_PKG)/memprof_probe.cmx: $(BUILD)/ocaml/src/memprof_probe.ml $(OCAML_PKG)/memprof_probe.cmi
 	$(OCAMLFIND) ocamlopt -g -I $(@D) -c -o $@ $<
 
 # The .cmxa records the C library and the link options, and is always linked
@@ -59,7 +84,14 @@ $(OCAML_PKG)/memprof_probe.cmx: $(OCAML_DIR)/memprof_probe.ml $(OCAML_PKG)/mempr
 $(OCAML_PKG)/memprof_probe.a: $(OCAML_PKG)/memprof_probe.cmxa
 $(OCAML_PKG)/memprof_probe.cmxa: $(OCAML_PKG)/memprof_probe.cmx $(OCAML_PKG)/libmemprof_probe_stubs.a \
 		$(OCAML_DIR)/build.mk
-	$(OCAMLFIND) ocamlopt -a -linkall -o $@ $< -cclib -lmemprof_probe_stubs -ccopt "$(OCAML_WRAP)"
+	family=$(OCAML_FAMILY) && case $$family in 4) wrap="$(OCAML_WRAP4)";; \
+		5) wrap="$(OCAML_WRAP5)";; *) wrap=;; esac && \
+	$(OCAMLFIND) ocamlopt -a -linkall -o $@ $< -cclib -lmemprof_probe_stubs \
+		$${wrap:+-ccopt "$$wrap"}
+
+# The package alone, for the compiler ocamlfind names (memprof_probe.opam).
+.PHONY: ocaml-package
+ocaml-package: $(OCAML_PKG_FILES)
 
 # ---- Test programs: tests/ocaml/progs/, built with the README's command ----
 OCAML_TEST_PROGS_DIR := $(BUILD)/tests/ocaml/progs
@@ -161,7 +193,7 @@ OCAML5_LIB := $(BUILD)/ocaml5/lib
 OCAML5_PKG := $(OCAML5_LIB)/memprof_probe
 OCAML5_SRC := $(BUILD)/ocaml5/src
 OCAML5_STUBS_OBJ := $(patsubst $(OCAML_DIR)/%.c,$(BUILD)/ocaml5/obj/%.o,$(OCAML_STUBS_SRCS))
-OCAML5_WRAP := $(OCAML_WRAP_COMMON) -Wl,--wrap=caml_final_do_calls_res
+OCAML5_WRAP := $(OCAML_WRAP5)
 OCAML5_PKG_FILES := $(addprefix $(OCAML5_PKG)/,META memprof_probe.cmxa memprof_probe.a \
 	memprof_probe.cmi memprof_probe.cmx memprof_probe.mli libmemprof_probe_stubs.a)
 
@@ -170,7 +202,7 @@ ocaml5: $(OCAML5_PKG_FILES)
 
 # Built once per clean tree (the script leaves an installed 5.3.0 alone).
 $(OCAML5_OPT): | $(DEPS_STAMP)
-	./scripts/build-ocaml5.sh $(OCAML5_PREFIX)
+	./scripts/build-ocaml.sh 5.3.0 $(OCAML5_PREFIX)
 
 $(OCAML5_STUBS_OBJ): $(BUILD)/ocaml5/obj/%.o: $(OCAML_DIR)/%.c $(OCAML_DIR)/memprof_probe_callstack.h \
 		$(PUBLIC_HDRS) | $(OCAML5_OPT)

@@ -15,12 +15,8 @@
  * allocated and nothing is locked, so domains call it in parallel.
  */
 #define CAML_INTERNALS
-#include <caml/version.h>
-#if OCAML_VERSION_MAJOR >= 5
-#define OCAML5 1
-#else
-#define OCAML5 0
-#endif
+#include "memprof_probe_version.h"
+#if !MEMPROF_OCAML_NO_MEMPROF /* to the end: memprof_probe_version.h */
 
 #include <stdint.h>
 
@@ -86,3 +82,4 @@ size_t memprof_callstack_entries(value cs, uint64_t out[MEMPROF_CALLSTACK_BUF],
 #endif
 	return sl;
 }
+#endif /* !MEMPROF_OCAML_NO_MEMPROF */

@@ -50,12 +50,8 @@
  * already set; a hook costs one indirect call and one load per event.
  */
 #define CAML_INTERNALS
-#include <caml/version.h>
-#if OCAML_VERSION_MAJOR >= 5
-#define OCAML5 1
-#else
-#define OCAML5 0
-#endif
+#include "memprof_probe_version.h"
+#if !MEMPROF_OCAML_NO_MEMPROF /* to the end: memprof_probe_version.h */
 
 #include <errno.h>
 #include <math.h>
@@ -685,3 +681,4 @@ CAMLprim value memprof_probe_install(value unit)
 	helper_start();
 	return Val_unit;
 }
+#endif /* !MEMPROF_OCAML_NO_MEMPROF */
