@@ -41,14 +41,14 @@ ifeq ($(MEMPROF_DEPS),none)
 DEPS_STAMP := deps-none
 .PHONY: deps-none
 deps-none: ;
+else
+$(DEPS_STAMP): scripts/install-deps.sh
+	@./scripts/install-deps.sh
+	@mkdir -p $(@D) && touch $@
 endif
 
 .PHONY: all deps test test-long test-loaded demo bench clean format format-check
 all: $(DEPS_STAMP) build-all
-
-$(DEPS_STAMP): scripts/install-deps.sh
-	@./scripts/install-deps.sh
-	@mkdir -p $(@D) && touch $@
 
 deps:
 	@./scripts/install-deps.sh

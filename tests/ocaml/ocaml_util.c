@@ -157,8 +157,38 @@ double out_value(const char *path, const char *key)
 	return file_value(path, key, &v) ? -1 : v;
 }
 
-static const char *const dune_sites[] = {"Work.make_point", "Work.make_record", "Work.make_entry",
-					 "Sites.entry"};
+/* The sites program's sites (tests/ocaml/progs/sites.ml), as it prints them. */
+static const char *const dune_sites[OCAML_N_SITES] = {"Work.make_point", "Work.make_record",
+						      "Work.make_entry", "Sites.entry"};
+
+double ocaml_expect_printed_shares(const char *dir, const char *out, double rate,
+				   double counts[OCAML_N_SITES])
+{
+	double truth[OCAML_N_SITES], n = 0, all = 0, named = 0;
+	char path[600], key[64];
+
+	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
+	for (int i = 0; i < OCAML_N_SITES; i++) {
+		double bytes = folded_frame_sum(path, dune_sites[i]);
+
+		snprintf(key, sizeof(key), "site %s", dune_sites[i]);
+		truth[i] = out_value(out, key);
+		cr_assert_gt(truth[i], 0, "the program did not print %s", key);
+		all += truth[i];
+		named += bytes;
+		counts[i] = bytes * rate / 8; /* bytes * rate / 8: samples */
+		n += counts[i];
+	}
+	cr_assert_gt(n, 500, "too few samples (%.0f)", n);
+	cr_expect_geq(named, 0.99 * folded_total(path),
+		      "frames not named as OCaml functions (%.0f of %.0f)", named,
+		      folded_total(path));
+	for (int i = 0; i < OCAML_N_SITES; i++)
+		cr_expect(within_binomial(counts[i], n, truth[i] / all),
+			  "%s: %.0f samples of %.0f, expected share %.4f", dune_sites[i], counts[i],
+			  n, truth[i] / all);
+	return n;
+}
 
 void ocaml_check_sites_exe(const char *dir, const char *exe)
 {
@@ -175,7 +205,7 @@ void ocaml_check_sites_exe(const char *dir, const char *exe)
 	cr_expect(!file_has(log, "had no memprof probes"), "the program was injected: no probes");
 	snprintf(alloc, sizeof(alloc), "%s/views/alloc.folded", dir);
 	double total = folded_total(alloc), named = 0;
-	for (size_t i = 0; i < sizeof(dune_sites) / sizeof(dune_sites[0]); i++) {
+	for (size_t i = 0; i < OCAML_N_SITES; i++) {
 		double w = folded_frame_sum(alloc, dune_sites[i]);
 
 		cr_expect_gt(w, 0, "no samples at %s", dune_sites[i]);

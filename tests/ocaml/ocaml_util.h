@@ -52,6 +52,17 @@ double out_value(const char *path, const char *key);
 /* The attach tests' helpers: target_control reads a target's control block. */
 #include "attach_util.h"
 
+/* The sites program's sites: Work.make_point, make_record, make_entry, Sites.entry. */
+#define OCAML_N_SITES 4
+/*
+ * The sites program's alloc view, written to dir/views by an attach at
+ * rate, against the words it printed to out ("site NAME words W"): each
+ * site's samples in counts, their shares within 5.7 sd of the printed ones,
+ * at least 500 samples in all, 99% of the bytes at the named sites.  The
+ * samples' total.
+ */
+double ocaml_expect_printed_shares(const char *dir, const char *out, double rate,
+				   double counts[OCAML_N_SITES]);
 /*
  * The sites program (tests/ocaml/progs/sites.ml) built as exe by a user's
  * project (dune, opam): run, attached through its own probes (never

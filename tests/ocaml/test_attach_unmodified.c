@@ -50,8 +50,8 @@ static double view_sum(const char *dir, const char *view, int site)
 
 Test(ocaml_attach_unmodified, sites_shares_and_views, .timeout = 90)
 {
-	char dir[256], out[512], ready[512], err[600], path[600];
-	double truth[N_SITES], counts[N_SITES], n = 0, all = 0, named = 0;
+	char dir[256], out[512], ready[512], err[600];
+	double counts[OCAML_N_SITES];
 	char *text;
 
 	ocaml_tmpdir(dir, sizeof(dir));
@@ -70,26 +70,7 @@ Test(ocaml_attach_unmodified, sites_shares_and_views, .timeout = 90)
 	cr_expect(strstr(text, "had no memprof probes: loaded ") && strstr(text, HOST_LIB),
 		  "the OCaml host was not injected: %s", text);
 	free(text);
-	for (int i = 0; i < N_SITES; i++) {
-		char key[64];
-
-		snprintf(key, sizeof(key), "site %s", site_names[i]);
-		truth[i] = out_value(out, key);
-		cr_assert_gt(truth[i], 0, "the program did not print %s", key);
-		all += truth[i];
-		named += view_sum(dir, "alloc", i);
-		counts[i] = view_sum(dir, "alloc", i) * RATE / 8; /* bytes * rate / 8: samples */
-		n += counts[i];
-	}
-	snprintf(path, sizeof(path), "%s/views/alloc.folded", dir);
-	cr_assert_gt(n, 500, "too few samples (%.0f)", n);
-	cr_expect_geq(named, 0.99 * folded_total(path),
-		      "frames not named as OCaml functions (%.0f of %.0f)", named,
-		      folded_total(path));
-	for (int i = 0; i < N_SITES; i++)
-		cr_expect(within_binomial(counts[i], n, truth[i] / all),
-			  "%s: %.0f samples of %.0f, expected share %.4f", site_names[i], counts[i],
-			  n, truth[i] / all);
+	ocaml_expect_printed_shares(dir, out, RATE, counts);
 	/*
 	 * The three sites of Work against Gc.Memprof at rate 1, in a run of
 	 * its own (the sites program with the truth stand-in): their shares

@@ -5,46 +5,127 @@
  * OCaml host (runtime-probes/hosts/ocaml-attach) starts Gc.Memprof in
  * every domain that runs, a domain spawned while its parent samples
  * shares the parent's profile, and the program finishes with its own
- * output.  3 runs (20 with MEMPROF_TEST_LONG=1).
+ * output.  Each run ends on events, not after a fixed time: the loader
+ * writes a snapshot every 0.2 s (--every), and once the snapshots hold
+ * samples of each of the four domains and of a spawned one the test tells
+ * the program to stop; the loader ends when it exits.  20 runs, as many as
+ * the injected host's first-start bug took to show (about one attach in
+ * eleven crashed the target: ocaml_attach.c, control_start).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "ocaml_util.h"
+#include "testlib.h"
 
 #define SPAWNER OCAML_PROG("spawner")
+#define RUNS 20
+/* Spawner.site_0 .. site_3 (the four domains), then Spawner.churn. */
+#define N_SITES 5
+#define MAX_SNAPSHOTS 4096
 
-Test(ocaml5_attach_domains, four_domains_and_domains_spawned_while_attached, .timeout = 600)
+struct seen {
+	char *names[MAX_SNAPSHOTS]; /* snapshot files already summed */
+	int n;
+	double bytes[N_SITES];
+};
+
+static void site_name(int k, char *out, size_t len)
 {
-	int runs = getenv("MEMPROF_TEST_LONG") ? 20 : 3;
+	if (k < 4)
+		snprintf(out, len, "Spawner.site_%d", k);
+	else
+		snprintf(out, len, "Spawner.churn");
+}
 
-	for (int r = 0; r < runs; r++) {
-		char dir[256], out[512], ready[512], views[512], path[600], site[64];
-		int code;
+/* Sum the snapshots of dir not summed yet; whether every site has samples. */
+static int snapshots_hold_every_site(const char *dir, struct seen *s)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int all = 1;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		char path[1024], site[64];
+		int known = 0;
+
+		if (len < 8 || strcmp(e->d_name + len - 7, ".folded"))
+			continue;
+		for (int i = 0; i < s->n && !known; i++)
+			known = !strcmp(s->names[i], e->d_name);
+		if (known || s->n == MAX_SNAPSHOTS)
+			continue;
+		s->names[s->n++] = strdup(e->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		for (int k = 0; k < N_SITES; k++) {
+			site_name(k, site, sizeof(site));
+			s->bytes[k] += folded_frame_sum(path, site);
+		}
+	}
+	closedir(d);
+	for (int k = 0; k < N_SITES; k++)
+		all &= s->bytes[k] > 0;
+	return all;
+}
+
+static void seen_free(struct seen *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free(s->names[i]);
+}
+
+Test(ocaml5_attach_domains, four_domains_and_domains_spawned_while_attached, .timeout = 900)
+{
+	for (int r = 0; r < RUNS; r++) {
+		char dir[256], out[512], ready[512], views[512], snaps[512], path[600], site[64];
+		struct seen s = {0};
+		struct timespec t0, now, pause = {0, 20 * 1000 * 1000};
+		int code, all = 0;
 
 		ocaml_tmpdir(dir, sizeof(dir));
 		snprintf(out, sizeof(out), "%s/out", dir);
 		snprintf(ready, sizeof(ready), "%s/ready", dir);
 		snprintf(views, sizeof(views), "%s/views", dir);
-		const char *argv[] = {SPAWNER, "2", ready, NULL};
-		const char *args[] = {"-d", "1.5", "--rate", "1e-4", "--all-views", views, NULL};
+		snprintf(snaps, sizeof(snaps), "%s/snaps", dir);
+		const char *argv[] = {SPAWNER, ready, NULL};
+		const char *args[] = {"--rate", "1e-4",		  "--all-views", views, "--every",
+				      "0.2",	"--snapshot-dir", snaps,	 NULL};
 		pid_t pid = ocaml_start(dir, out, argv);
 		pid_t loader = ocaml_loader_start(pid, args, dir, &code);
 
 		cr_assert_neq(loader, 0, "run %d: the loader exited with %d", r, code);
-		cr_assert_eq(ocaml_wait(loader), 0, "run %d: the loader failed", r);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			all = snapshots_hold_every_site(snaps, &s);
+			if (!all)
+				nanosleep(&pause, NULL);
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		} while (!all && (double)(now.tv_sec - t0.tv_sec) < TEST_EVENT_TIMEOUT_S);
+		ocaml_touch(dir, "ready.stop");
 		code = ocaml_wait(pid);
 		cr_assert_eq(code, 0, "run %d: the program ended with %d (in %s)", r, code, dir);
-		cr_expect_gt(out_value(out, "pairs"), 0, "run %d: no pair of domains ran", r);
-		snprintf(path, sizeof(path), "%s/alloc.folded", views);
-		for (int k = 0; k < 4; k++) {
-			snprintf(site, sizeof(site), "Spawner.site_%d", k);
-			cr_expect_gt(folded_frame_sum(path, site), 0,
-				     "run %d: domain %d not sampled", r, k);
+		cr_assert_eq(ocaml_wait(loader), 0, "run %d: the loader failed", r);
+		for (int k = 0; k < N_SITES; k++) {
+			site_name(k, site, sizeof(site));
+			cr_assert_gt(s.bytes[k], 0, "run %d: %s not sampled within %.0f s (in %s)",
+				     r, site, TEST_EVENT_TIMEOUT_S, dir);
 		}
-		cr_expect_gt(folded_frame_sum(path, "Spawner.churn"), 0,
-			     "run %d: no domain spawned while attached was sampled", r);
+		cr_expect_gt(out_value(out, "pairs"), 0, "run %d: no pair of domains ran", r);
+		/* The whole session's profile holds them too. */
+		snprintf(path, sizeof(path), "%s/alloc.folded", views);
+		for (int k = 0; k < N_SITES; k++) {
+			site_name(k, site, sizeof(site));
+			cr_expect_gt(folded_frame_sum(path, site), 0,
+				     "run %d: %s not in the profile", r, site);
+		}
+		seen_free(&s);
 	}
-	fprintf(stderr, "ocaml5_attach_domains: %d runs, no crash, every domain sampled\n", runs);
+	fprintf(stderr, "ocaml5_attach_domains: %d runs, no crash, every domain sampled\n", RUNS);
 }

@@ -291,3 +291,12 @@ EXTRA_CFLAGS_tests/ocaml5/ := -Iuserspace -Ibpf -Itests/ocaml -Itests/attach \
 TEST_NEEDS_ocaml5 = $(OCAML5_TEST_PROGS) $(OCAML5_ONLY_PROGS) $(LOADER)
 TEST_LIBS_ocaml5 = $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
 TEST_LDLIBS_ocaml5 = $(LOADER_LIBS)
+
+# tests/ocaml-versions/ (make test-long): OCaml 4.14.1 and 5.1.0, each built
+# by the test itself (scripts/build-ocaml.sh, kept in build/ocaml-VERSION),
+# with the package built for it by this Makefile.
+EXTRA_CFLAGS_tests/ocaml-versions/ := -Iuserspace -Ibpf -Itests/ocaml -Itests/attach \
+	-DOCAML_UNDER_TEST=4
+TEST_NEEDS_ocaml-versions = $(OCAML_ATTACH4_SO) $(LOADER)
+TEST_LIBS_ocaml-versions = $(LOADER_LIB_OBJS) $(BUILD)/obj/tests/attach/attach_util.o
+TEST_LDLIBS_ocaml-versions = $(LOADER_LIBS)

@@ -18,6 +18,10 @@
 #ifndef MEMPROF_PROBE_VERSION_H
 #define MEMPROF_PROBE_VERSION_H
 
+/* No short names from caml/compatibility.h (4.14 deprecates them). */
+#ifndef CAML_NAME_SPACE
+#define CAML_NAME_SPACE
+#endif
 #include <caml/version.h>
 
 #if OCAML_VERSION_MAJOR >= 5

@@ -1,12 +1,12 @@
 (* spawner: an OCaml 5 program never linked with memprof_probe (built with
    the package's stand-in, bench/ocaml/no_probe), whose domains allocate,
    for the attach of an unmodified program.  At the test's go (Gate) it
-   spawns four domains; domain K allocates at Spawner.site_K for SECONDS,
-   while the main domain spawns and joins pairs of short domains that
-   allocate at Spawner.churn, until the four are done.  At exit it prints
-   "site Spawner.site_K words W" (W: the words, headers included) and
-   "pairs N".
-   usage: spawner SECONDS READY *)
+   spawns four domains; domain K allocates at Spawner.site_K until the
+   test's READY.stop exists, while the main domain spawns and joins pairs
+   of short domains that allocate at Spawner.churn, until the four are
+   done.  At exit it prints "site Spawner.site_K words W" (W: the words,
+   headers included) and "pairs N".
+   usage: spawner READY *)
 
 let[@inline never] site_0 i = (i, i)
 let[@inline never] site_1 i = (i, i, i)
@@ -23,10 +23,10 @@ let[@inline never] alloc k i =
   | 2 -> let a, _, _, _, _ = site_2 i in a
   | _ -> let a, _, _, _, _, _, _ = site_3 i in a
 
-let run k seconds =
+let run k stop =
   let t0 = Unix.gettimeofday () in
   let n = ref 0 and sum = ref 0 in
-  while Unix.gettimeofday () -. t0 < seconds do
+  while not (Gate.arrived stop "stop" t0) do
     for i = 1 to 10_000 do
       sum := !sum + Sys.opaque_identity (alloc k i)
     done;
@@ -37,13 +37,14 @@ let run k seconds =
 
 let () =
   Memprof_probe.install ();
-  let seconds = float_of_string Sys.argv.(1) in
-  Gate.ready_then_go Sys.argv.(2);
+  let ready = Sys.argv.(1) in
+  let stop = ready ^ ".stop" in
+  Gate.ready_then_go ready;
   let done_ = Atomic.make 0 in
   let four =
     Array.init 4 (fun k ->
         Domain.spawn (fun () ->
-            let n = run k seconds in
+            let n = run k stop in
             Atomic.incr done_;
             n))
   in
