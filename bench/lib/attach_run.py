@@ -2,7 +2,8 @@
 """Run a target program detached, or under `memprof-bpf attach`, and report.
 
 usage: attach_run.py [--loader PATH --rate R [--duration S] [--out FILE]]
-                     [--stop-until-attached] [--probe-object PATH]
+                     [--stop-until-attached | --gate READY [--detach-first]]
+                     [--probe-object PATH]
                      [--preload LIB] [--bpf-maps FILE] -- COMMAND ARGS...
 
 --bpf-maps FILE: once attached (with --stop-until-attached), save
@@ -18,6 +19,12 @@ the kernel has raised the memprof:sample USDT semaphore in the probe object
 (default: the target's executable), then let it run; so the whole run is
 traced.  Without it the target must wait for the tracer itself (mallocmix
 --wait-tracer does).
+--gate READY: the target is a test program that writes its pid to READY
+and waits for READY.go (tests/ocaml/progs/gate.ml): wait for READY, attach
+(the loader's --ready-file READY.loader: for a program without probes the
+loader injects its host first), then say go.  With --detach-first, the
+loader is stopped (SIGINT) before the go, so the run measures the target
+detached after a detach.  The target's CPU time is counted from the go.
 
 Prints the target's stdout, then:
   target_s S            wall time from the (resumed) start to exit
@@ -182,7 +189,8 @@ def main():
     opts, cmd = argv[:sep], argv[sep + 1:]
     loader = rate = out = probe_object = preload = maps_file = None
     duration = "3600"
-    stop_until_attached = False
+    stop_until_attached = detach_first = False
+    gate = None
     i = 0
     while i < len(opts):
         o = opts[i]
@@ -209,12 +217,24 @@ def main():
         elif o == "--stop-until-attached":
             stop_until_attached = True
             i += 1
+        elif o == "--gate":
+            if i + 1 >= len(opts):
+                fail(f"{o} needs a value")
+            gate = opts[i + 1]
+            i += 2
+        elif o == "--detach-first":
+            detach_first = True
+            i += 1
         else:
             fail(f"unknown option {o}")
     if not cmd:
         fail("no command")
     if loader and not rate:
         fail("--loader needs --rate")
+    if gate and stop_until_attached:
+        fail("--gate and --stop-until-attached exclude each other")
+    if detach_first and not (gate and loader):
+        fail("--detach-first needs --gate and --loader")
     if loader and not os.access(loader, os.X_OK):
         fail(f"loader {loader} is not built")
     exe = cmd[0]
@@ -241,14 +261,40 @@ def main():
             if target.poll() is not None or time.monotonic() > deadline:
                 fail(f"{probe_object} never mapped in the target")
             time.sleep(0.002)
+    elif gate:
+        deadline = time.monotonic() + SEMAPHORE_TIMEOUT_S
+        while not os.path.exists(gate):
+            if target.poll() is not None or time.monotonic() > deadline:
+                fail(f"the target never wrote {gate}")
+            time.sleep(0.002)
     t0 = time.monotonic()
     first_map_id = max_map_id() if maps_file else None
     if loader:
         largs = [loader, "attach", str(pid), "-d", duration, "--rate", rate]
         if out:
             largs += ["-o", out]
+        if gate:
+            largs += ["--ready-file", gate + ".loader"]
         lp = subprocess.Popen(largs, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)
+    cpu_at_go = 0.0
+    if gate:
+        if loader:
+            deadline = time.monotonic() + SEMAPHORE_TIMEOUT_S
+            while not os.path.exists(gate + ".loader"):
+                if lp.poll() is not None or time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    err = lp.stderr.read().strip().splitlines() if lp.poll() is not None else []
+                    fail("loader did not attach: " + (err[-1] if err else "no ready file"))
+                time.sleep(POLL_S)
+            if detach_first:
+                _, status, _ = _interrupt(lp)
+                if os.waitstatus_to_exitcode(status) not in (0, -signal.SIGINT, 130):
+                    fail("the loader failed at the detach")
+                lp = None
+        cpu_at_go = proc_cpu_s(pid) or 0.0
+        open(gate + ".go", "w").close()
+        t0 = time.monotonic()
     if stop_until_attached:
         if loader:
             sem = sample_semaphore_vaddr(probe_object)
@@ -308,7 +354,7 @@ def main():
     th.join()
     sys.stdout.write("".join(stdout_text))
     print(f"target_s {t1 - t0:.6f}")
-    print(f"target_cpu_s {target_ru.ru_utime + target_ru.ru_stime:.6f}")
+    print(f"target_cpu_s {target_ru.ru_utime + target_ru.ru_stime - cpu_at_go:.6f}")
     if ctl_samples is not None:
         print(f"memprof_ctl_samples {ctl_samples}")
     rc = os.waitstatus_to_exitcode(target_status)
