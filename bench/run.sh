@@ -29,6 +29,7 @@ out=$WORK/latest.md
 INPUTS="workload-seed workload-seed-nohook workload-sites memprof-bpf libmemprof-preload.so
 	libmemprof.a bench/mallocmix bench/mallocpair bench/probeloop bench/gcscale bench/preload-sample-cost
 	tests/ocaml/progs/sites bench/ocaml-sites-plain tests/ocaml5/progs/sites bench/ocaml5-sites-domains
+	tests/ocaml5/progs/sites-plain libmemprof-ocaml4-attach.so libmemprof-ocaml5-attach.so
 	tests/inject/progs/hammer tests/inject/progs/stale_words tests/preload/progs/stacks"
 # shellcheck disable=SC2086
 ./bench/lib/snapshot.sh build "$WORK/inputs" $INPUTS

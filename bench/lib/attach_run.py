@@ -96,12 +96,16 @@ def symbol_vaddr(path, name):
 
 
 def load_bias(pid, path):
+    """Where path is mapped in pid, or None; an injected library is mapped
+    from the injector's vetted copy, "/memfd:NAME (deleted)"."""
     real = os.path.realpath(path)
+    memfd = "/memfd:" + os.path.basename(path)
     try:
         with open(f"/proc/{pid}/maps") as m:
             for line in m:
                 f = line.split()
-                if len(f) >= 6 and f[2] == "00000000" and os.path.realpath(f[5]) == real:
+                if len(f) >= 6 and f[2] == "00000000" and \
+                        (f[5] == memfd or os.path.realpath(f[5]) == real):
                     start = int(f[0].split("-")[0], 16)
                     return start - (first_load_vaddr(path) & ~0xFFF)
     except OSError:

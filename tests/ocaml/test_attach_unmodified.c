@@ -15,6 +15,7 @@
 #include <string.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <linux/types.h>
 
@@ -215,6 +216,45 @@ Test(ocaml_attach_unmodified, systhreads_allocating_in_two_threads, .timeout = 9
 	cr_assert_gt(ca + cb, 500, "too few samples: %.0f", ca + cb);
 	cr_expect(within_binomial(ca, ca + cb, 4 * a / (4 * a + 8 * b)),
 		  "alloc_a: %.0f of %.0f samples", ca, ca + cb);
+}
+
+/*
+ * A program blocked in a system call (opening a fifo nobody writes to)
+ * for the whole attach: the loader ends at its -d with a note that names
+ * the block, not a hang; once the test writes its line, the program
+ * finishes with its own output.
+ */
+Test(ocaml_attach_unmodified, a_program_blocked_in_a_system_call, .timeout = 90)
+{
+	char dir[256], out[512], ready[512], fifo[600], err[600], *text;
+	int code;
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(fifo, sizeof(fifo), "%s.fifo", ready);
+	cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo %s", fifo);
+	const char *argv[] = {OCAML_PROG("blocked-plain"), ready, NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+	const char *args[] = {"-d", "1", "--rate", "1e-4", NULL};
+	pid_t loader = ocaml_loader_start(pid, args, dir, &code);
+
+	cr_assert_neq(loader, 0, "the loader exited with %d", code);
+	cr_assert_eq(ocaml_wait(loader), 0, "the loader failed");
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	text = read_file(err);
+	cr_assert_not_null(text);
+	cr_expect(strstr(text, "had no memprof probes: loaded ") && strstr(text, HOST_LIB),
+		  "the OCaml host was not injected: %s", text);
+	cr_expect(strstr(text, "ran no OCaml code") && strstr(text, "blocked in a system call"),
+		  "no note of the block: %s", text);
+	free(text);
+	FILE *f = fopen(fifo, "w");
+	cr_assert_not_null(f, "cannot open %s", fifo);
+	fputs("hello\n", f);
+	fclose(f);
+	cr_assert_eq(ocaml_wait(pid), 0, "the blocked program failed");
+	cr_expect_eq(out_value(out, "got hello"), 1000, "the program's output is not whole");
 }
 
 /* Whether process pid maps the injected OCaml host. */

@@ -107,6 +107,13 @@ void session_note_empty(const struct session *s, const struct traced *p, double 
 			"memprof-bpf: note: no samples: process %d runs its own Gc.Memprof "
 			"profile (memtrace, or the program's): the OCaml host left it alone\n",
 			(int)p->pid);
+	else if (!p->took_attach && p->cpu_s <= 0 && p->t.ocaml_host)
+		fprintf(stderr,
+			"memprof-bpf: note: no samples: process %d ran no OCaml code in the %.1f s "
+			"this tracer was attached (it used no CPU time: blocked in a system call, "
+			"or waiting), so its OCaml host never reached a safe point to start "
+			"Gc.Memprof; sampling starts when it runs again while traced\n",
+			(int)p->pid, seconds);
 	else if (!p->took_attach && p->cpu_s > 0 && p->t.ocaml_host)
 		fprintf(
 		    stderr,

@@ -52,22 +52,27 @@ $(OCAML_ATTACH5_SO): $(OCAML_ATTACH5_OBJS)
 	$(CC) -shared -o $@ -Wl,-soname,$(notdir $@) $^ -lpthread -lm
 
 # ---- Test programs never linked with memprof_probe ----
+# $(call ocaml4_plain,SOURCES,FLAGS) and $(call ocaml5_plain,SOURCES,FLAGS):
+# the recipe of such a program, built from SOURCES in a folder of its own
+# with 4.13's ocamlfind ocamlopt or 5.3's ocamlopt.
+ocaml4_plain = rm -rf $@.src && mkdir -p $@.src && cp $(1) $@.src/ && \
+	cd $@.src && $(OCAMLFIND) ocamlopt -g $(2) $(notdir $(1)) -o $(notdir $@).tmp && \
+	mv -f $(notdir $@).tmp ../$(notdir $@)
+ocaml5_plain = rm -rf $@.src && mkdir -p $@.src && cp $(1) $@.src/ && \
+	cd $@.src && $(abspath $(OCAML5_OPT)) -g $(2) $(notdir $(1)) -o $(notdir $@).tmp && \
+	mv -f $(notdir $@).tmp ../$(notdir $@)
 # 4.13: the bench's sites program without the package (OCAML_BENCH_PLAIN);
 # 5.3: the same sources, built with 5.3.
 OCAML5_PLAIN := $(OCAML5_TEST_PROGS_DIR)/sites-plain
 $(OCAML5_PLAIN): $(OCAML_PLAIN_SRCS) | $(OCAML5_OPT)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_PLAIN_SRCS) $@.src/ && \
-	cd $@.src && $(abspath $(OCAML5_OPT)) -g $(OCAML5_UNIX) $(notdir $(OCAML_PLAIN_SRCS)) \
-	-o $(notdir $@).tmp && mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml5_plain,$(OCAML_PLAIN_SRCS),$(OCAML5_UNIX))
 TEST_NEEDS_ocaml += $(OCAML_ATTACH4_SO)
 TEST_NEEDS_ocaml5 += $(OCAML_ATTACH5_SO) $(OCAML5_PLAIN)
 # 5.3 domains (tests/ocaml5/progs/spawner.ml), without the package too.
 OCAML5_SPAWNER := $(OCAML5_TEST_PROGS_DIR)/spawner
 OCAML5_SPAWNER_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_GATE) tests/ocaml5/progs/spawner.ml
 $(OCAML5_SPAWNER): $(OCAML5_SPAWNER_SRCS) | $(OCAML5_OPT)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML5_SPAWNER_SRCS) $@.src/ && \
-	cd $@.src && $(abspath $(OCAML5_OPT)) -g $(OCAML5_UNIX) $(notdir $(OCAML5_SPAWNER_SRCS)) \
-	-o $(notdir $@).tmp && mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml5_plain,$(OCAML5_SPAWNER_SRCS),$(OCAML5_UNIX))
 TEST_NEEDS_ocaml5 += $(OCAML5_SPAWNER)
 # A program running its own Gc.Memprof (tests/ocaml/progs/own_memprof.ml), both compilers.
 OCAML_OWN_PLAIN_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_GATE) \
@@ -75,13 +80,9 @@ OCAML_OWN_PLAIN_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_GATE) \
 OCAML_OWN_PLAIN := $(OCAML_TEST_PROGS_DIR)/own_memprof-plain
 OCAML5_OWN_PLAIN := $(OCAML5_TEST_PROGS_DIR)/own_memprof-plain
 $(OCAML_OWN_PLAIN): $(OCAML_OWN_PLAIN_SRCS) | $(DEPS_STAMP)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_OWN_PLAIN_SRCS) $@.src/ && \
-	cd $@.src && $(OCAMLFIND) ocamlopt -g -package unix -linkpkg \
-	$(notdir $(OCAML_OWN_PLAIN_SRCS)) -o $(notdir $@).tmp && mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml4_plain,$(OCAML_OWN_PLAIN_SRCS),-package unix -linkpkg)
 $(OCAML5_OWN_PLAIN): $(OCAML_OWN_PLAIN_SRCS) | $(OCAML5_OPT)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_OWN_PLAIN_SRCS) $@.src/ && \
-	cd $@.src && $(abspath $(OCAML5_OPT)) -g $(OCAML5_UNIX) $(notdir $(OCAML_OWN_PLAIN_SRCS)) \
-	-o $(notdir $@).tmp && mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml5_plain,$(OCAML_OWN_PLAIN_SRCS),$(OCAML5_UNIX))
 ALL_TARGETS += $(OCAML_OWN_PLAIN)
 TEST_NEEDS_ocaml += $(OCAML_OWN_PLAIN)
 TEST_NEEDS_ocaml5 += $(OCAML5_OWN_PLAIN)
@@ -92,13 +93,9 @@ OCAML_TRUTH_SRCS := tests/ocaml/progs/truth/memprof_probe.ml $(OCAML_SITES_SRCS)
 OCAML_TRUTH := $(OCAML_TEST_PROGS_DIR)/sites-truth
 OCAML5_TRUTH := $(OCAML5_TEST_PROGS_DIR)/sites-truth
 $(OCAML_TRUTH): $(OCAML_TRUTH_SRCS) | $(DEPS_STAMP)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_TRUTH_SRCS) $@.src/ && \
-	cd $@.src && $(OCAMLFIND) ocamlopt -g -package unix -linkpkg \
-	$(notdir $(OCAML_TRUTH_SRCS)) -o $(notdir $@).tmp && mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml4_plain,$(OCAML_TRUTH_SRCS),-package unix -linkpkg)
 $(OCAML5_TRUTH): $(OCAML_TRUTH_SRCS) | $(OCAML5_OPT)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_TRUTH_SRCS) $@.src/ && \
-	cd $@.src && $(abspath $(OCAML5_OPT)) -g $(OCAML5_UNIX) $(notdir $(OCAML_TRUTH_SRCS)) \
-	-o $(notdir $@).tmp && mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml5_plain,$(OCAML_TRUTH_SRCS),$(OCAML5_UNIX))
 ALL_TARGETS += $(OCAML_TRUTH)
 TEST_NEEDS_ocaml += $(OCAML_TRUTH)
 TEST_NEEDS_ocaml5 += $(OCAML5_TRUTH)
@@ -108,16 +105,21 @@ OCAML_THREADS_PLAIN_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_GATE) 
 OCAML_THREADS_PLAIN := $(OCAML_TEST_PROGS_DIR)/threads_sites-plain
 OCAML5_THREADS_PLAIN := $(OCAML5_TEST_PROGS_DIR)/threads_sites-plain
 $(OCAML_THREADS_PLAIN): $(OCAML_THREADS_PLAIN_SRCS) | $(DEPS_STAMP)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_THREADS_PLAIN_SRCS) $@.src/ && \
-	cd $@.src && $(OCAMLFIND) ocamlopt -g -thread -package unix,threads.posix -linkpkg \
-	$(notdir $(OCAML_THREADS_PLAIN_SRCS)) -o $(notdir $@).tmp && \
-	mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml4_plain,$(OCAML_THREADS_PLAIN_SRCS),-thread -package unix$(OCAML_COMMA)threads.posix -linkpkg)
 $(OCAML5_THREADS_PLAIN): $(OCAML_THREADS_PLAIN_SRCS) | $(OCAML5_OPT)
-	rm -rf $@.src && mkdir -p $@.src && cp $(OCAML_THREADS_PLAIN_SRCS) $@.src/ && \
-	cd $@.src && $(abspath $(OCAML5_OPT)) -g $(OCAML5_UNIX) -I +threads threads.cmxa \
-	$(notdir $(OCAML_THREADS_PLAIN_SRCS)) -o $(notdir $@).tmp && \
-	mv -f $(notdir $@).tmp ../$(notdir $@)
+	$(call ocaml5_plain,$(OCAML_THREADS_PLAIN_SRCS),$(OCAML5_UNIX) -I +threads threads.cmxa)
 ALL_TARGETS += $(OCAML_THREADS_PLAIN)
 TEST_NEEDS_ocaml += $(OCAML_THREADS_PLAIN)
 TEST_NEEDS_ocaml5 += $(OCAML5_THREADS_PLAIN)
 BENCH_DEPS += $(OCAML5_PLAIN) $(OCAML_ATTACH4_SO) $(OCAML_ATTACH5_SO)
+# A program blocked in a system call (tests/ocaml/progs/blocked.ml), both compilers.
+OCAML_BLOCKED_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_GATE) tests/ocaml/progs/blocked.ml
+OCAML_BLOCKED := $(OCAML_TEST_PROGS_DIR)/blocked-plain
+OCAML5_BLOCKED := $(OCAML5_TEST_PROGS_DIR)/blocked-plain
+$(OCAML_BLOCKED): $(OCAML_BLOCKED_SRCS) | $(DEPS_STAMP)
+	$(call ocaml4_plain,$(OCAML_BLOCKED_SRCS),-package unix -linkpkg)
+$(OCAML5_BLOCKED): $(OCAML_BLOCKED_SRCS) | $(OCAML5_OPT)
+	$(call ocaml5_plain,$(OCAML_BLOCKED_SRCS),$(OCAML5_UNIX))
+ALL_TARGETS += $(OCAML_BLOCKED)
+TEST_NEEDS_ocaml += $(OCAML_BLOCKED)
+TEST_NEEDS_ocaml5 += $(OCAML5_BLOCKED)
