@@ -14,11 +14,17 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <linux/types.h>
+
+#include "attach_util.h"
+#include "memprof_probe_abi.h"
 #include "ocaml_util.h"
 #include "testlib.h"
 
@@ -128,4 +134,49 @@ Test(ocaml5_attach_domains, four_domains_and_domains_spawned_while_attached, .ti
 		seen_free(&s);
 	}
 	fprintf(stderr, "ocaml5_attach_domains: %d runs, no crash, every domain sampled\n", RUNS);
+}
+
+/*
+ * A domain that exits while its profile samples: domain A starts sampling
+ * at the attach, spawns C (which shares A's profile, 5.3's semantics) and
+ * exits; the profile stays counted (C may sample on through it).  At the
+ * detach the orphaned profile is stopped (ocaml_attach.c, orphans_release):
+ * sampling goes off in the control block, the counter stands still, and
+ * C runs on to its own output.  Without the hand-over the exited domain's
+ * profile stayed counted and the control block went on saying sampling.
+ */
+Test(ocaml5_attach_domains, a_domain_exiting_while_its_profile_samples, .timeout = 300)
+{
+	char dir[256], out[512], ready[512], path[600];
+	struct memprof_probe_control a, b;
+	struct timespec settle = {0, 300 * 1000 * 1000};
+	int code;
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(path, sizeof(path), "%s/alloc.folded", dir);
+	const char *argv[] = {OCAML_PROG("orphan"), ready, NULL};
+	const char *args[] = {"--rate", "1e-4", "-o", path, NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+	pid_t loader = ocaml_loader_start(pid, args, dir, &code);
+
+	cr_assert_neq(loader, 0, "the loader exited with %d", code);
+	cr_assert_eq(wait_target_control(pid, control_sampled_once), 0, "domain A never sampled");
+	ocaml_touch(dir, "ready.spawn");
+	snprintf(path, sizeof(path), "%s.a_done", ready);
+	cr_assert_eq(wait_file(path, TEST_EVENT_TIMEOUT_S), 0, "%s never came", path);
+	kill(loader, SIGINT);
+	cr_assert_eq(ocaml_wait(loader), 0, "the loader failed");
+	cr_assert_eq(wait_target_control(pid, control_sampling_off), 0,
+		     "sampling never went off after the detach");
+	cr_assert_eq(target_control(pid, &a), 0);
+	nanosleep(&settle, NULL);
+	cr_assert_eq(target_control(pid, &b), 0);
+	cr_expect_eq(a.samples, b.samples, "samples went on after the detach: %llu then %llu",
+		     (unsigned long long)a.samples, (unsigned long long)b.samples);
+	ocaml_touch(dir, "ready.stop");
+	code = ocaml_wait(pid);
+	cr_assert_eq(code, 0, "the program ended with %d", code);
+	cr_expect_gt(out_value(out, "c words"), 0, "the program's output is not whole");
 }

@@ -123,3 +123,9 @@ $(OCAML5_BLOCKED): $(OCAML_BLOCKED_SRCS) | $(OCAML5_OPT)
 ALL_TARGETS += $(OCAML_BLOCKED)
 TEST_NEEDS_ocaml += $(OCAML_BLOCKED)
 TEST_NEEDS_ocaml5 += $(OCAML5_BLOCKED)
+# 5.3: a domain exiting while its profile samples (tests/ocaml5/progs/orphan.ml).
+OCAML5_ORPHAN_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_GATE) tests/ocaml5/progs/orphan.ml
+OCAML5_ORPHAN := $(OCAML5_TEST_PROGS_DIR)/orphan
+$(OCAML5_ORPHAN): $(OCAML5_ORPHAN_SRCS) | $(OCAML5_OPT)
+	$(call ocaml5_plain,$(OCAML5_ORPHAN_SRCS),$(OCAML5_UNIX))
+TEST_NEEDS_ocaml5 += $(OCAML5_ORPHAN)

@@ -305,6 +305,20 @@ static value closure(int which)
  * parent's (5.3's Gc.Memprof semantics) and starts none. */
 #define MAX_DOMAINS 128
 static value profiles[MAX_DOMAINS];
+/*
+ * Profiles whose domain exited while they sampled (Val_unit: a free
+ * slot).  The domains it spawned meanwhile share such a profile and go on
+ * sampling with it, but its own slot never acts again: at the detach the
+ * first domain that acts stops and discards it (orphans_release).  The
+ * exiting domain moves it here (domain_terminated: 5.3 calls that hook
+ * where no OCaml code may run, so Gc.Memprof.stop cannot be called there).
+ * Counted in sampling_domains until released.  Under orphans_lock.
+ */
+static value orphans[MAX_DOMAINS];
+static atomic_int n_orphans;
+static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
+static caml_timing_hook prev_terminated;
+static atomic_int terminated_hook_set;
 #endif
 
 /*
@@ -344,8 +358,9 @@ static int closures_make(void)
 	caml_register_generational_global_root(&control);
 #if OCAML5
 	for (int i = 0; i < MAX_DOMAINS; i++) {
-		profiles[i] = Val_unit;
+		profiles[i] = orphans[i] = Val_unit;
 		caml_register_generational_global_root(&profiles[i]);
+		caml_register_generational_global_root(&orphans[i]);
 	}
 #endif
 	atomic_store(&made, 2);
@@ -373,6 +388,62 @@ static int profile_status(value p)
 	return (int)Long_val(atomic_load((_Atomic value *)&Field(p, 0)));
 }
 
+/* caml_domain_terminated_hook, on the exiting domain: its profile, if it
+ * started one, becomes an orphan. */
+static void domain_terminated(void)
+{
+	intnat d = Caml_state->id;
+
+	if (d >= 0 && d < MAX_DOMAINS && atomic_load(&made) == 2 && profiles[d] != Val_unit) {
+		pthread_mutex_lock(&orphans_lock);
+		for (int k = 0; k < MAX_DOMAINS; k++)
+			if (orphans[k] == Val_unit) {
+				caml_modify_generational_global_root(&orphans[k], profiles[d]);
+				caml_modify_generational_global_root(&profiles[d], Val_unit);
+				atomic_fetch_add(&n_orphans, 1);
+				break;
+			}
+		pthread_mutex_unlock(&orphans_lock);
+	}
+	if (prev_terminated)
+		prev_terminated();
+}
+
+/* Installed with the first profile, put back once none is left. */
+static void terminated_hook_install(void)
+{
+	if (!atomic_exchange(&terminated_hook_set, 1))
+		prev_terminated = atomic_exchange(&caml_domain_terminated_hook, domain_terminated);
+}
+
+static void terminated_hook_remove(void)
+{
+	if (atomic_exchange(&terminated_hook_set, 0))
+		atomic_store(&caml_domain_terminated_hook, prev_terminated);
+}
+
+/* At a safe point while detached: stop and discard the orphans.  Stopping
+ * is what Gc.Memprof.stop does to a profile, setting its status, the one
+ * field the domains sharing it read (runtime/memprof.c). */
+static void orphans_release(void)
+{
+	pthread_mutex_lock(&orphans_lock);
+	for (int k = 0; k < MAX_DOMAINS; k++) {
+		if (orphans[k] == Val_unit)
+			continue;
+		if (profile_status(orphans[k]) == PROFILE_SAMPLING)
+			Store_field(orphans[k], 0, Val_long(PROFILE_STOPPED));
+		if (profile_status(orphans[k]) == PROFILE_STOPPED)
+			caml_memprof_discard(orphans[k]);
+		caml_modify_generational_global_root(&orphans[k], Val_unit);
+		atomic_fetch_sub(&n_orphans, 1);
+		if (atomic_fetch_sub(&sampling_domains, 1) == 1)
+			atomic_store(&tracer_seen, 0);
+	}
+	pthread_mutex_unlock(&orphans_lock);
+	publish();
+}
+
 int attach_act(void)
 {
 	intnat d = Caml_state->id;
@@ -391,6 +462,7 @@ int attach_act(void)
 		 * profile (ours) or for the program's own. */
 		if (!Is_exception_result(r)) {
 			caml_modify_generational_global_root(&profiles[d], r);
+			terminated_hook_install();
 			atomic_fetch_add(&sampling_domains, 1);
 			atomic_store(&program_owns, 0);
 			publish();
@@ -410,6 +482,10 @@ int attach_act(void)
 			atomic_store(&tracer_seen, 0);
 		publish();
 	}
+	if (!up && atomic_load(&n_orphans))
+		orphans_release();
+	if (!up && !attach_sampling())
+		terminated_hook_remove();
 	return profiles[d] != Val_unit;
 }
 #else
