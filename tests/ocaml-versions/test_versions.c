@@ -30,20 +30,6 @@ struct version {
 	char env[2048]; /* env -i ..., the compiler first on PATH */
 };
 
-/* Run cmd (a shell command line); on failure, the end of log. */
-static void run_logged(const char *cmd, const char *log, const char *what)
-{
-	int rc = system(cmd);
-
-	if (rc != 0) {
-		char *text = read_file(log);
-		size_t n = text ? strlen(text) : 0;
-
-		cr_assert_fail("%s failed (%d): %s", what, rc,
-			       text ? text + (n > 3000 ? n - 3000 : 0) : "");
-	}
-}
-
 /* The compiler, and the package built for it into v->dir/lib. */
 static void version_setup(struct version *v, const char *version, int metas_in_compiler)
 {
@@ -59,7 +45,7 @@ static void version_setup(struct version *v, const char *version, int metas_in_c
 	snprintf(prefix, sizeof(prefix), "%s/build/ocaml-%s", root, version);
 	snprintf(log, sizeof(log), "%s/build-ocaml.log", v->dir);
 	snprintf(cmd, sizeof(cmd), "scripts/build-ocaml.sh %s %s > %s 2>&1", version, prefix, log);
-	run_logged(cmd, log, "building the compiler");
+	ocaml_run_logged(cmd, log, "building the compiler");
 
 	/* 5.x installs its libraries' METAs; 4.14's are Debian's (directory "^"). */
 	snprintf(conf, sizeof(conf), "%s/findlib.conf", v->dir);
@@ -77,7 +63,7 @@ static void version_setup(struct version *v, const char *version, int metas_in_c
 		 "mkdir -p %s/lib && %s make MEMPROF_DEPS=none BUILD=%s/build OCAML_DESTDIR=%s/lib "
 		 "ocaml-package install-ocaml-package > %s 2>&1",
 		 v->dir, v->env, v->dir, v->dir, log);
-	run_logged(cmd, log, "make ocaml-package");
+	ocaml_run_logged(cmd, log, "make ocaml-package");
 }
 
 /* Compile srcs (with flags) into v->dir/name; its path in exe. */
@@ -107,13 +93,13 @@ static void version_compile(const struct version *v, const char *name, const cha
 		 "mkdir %s/%s.d && cp %s %s/%s.d/ && cd %s/%s.d && %s ocamlfind ocamlopt -g %s %s "
 		 "-o %s > %s 2>&1",
 		 v->dir, name, srcs, v->dir, name, v->dir, name, v->env, flags, names, name, log);
-	run_logged(cmd, log, name);
+	ocaml_run_logged(cmd, log, name);
 }
 
 Test(ocaml_versions, ocaml_4_14_linked_and_unmodified, .timeout = 1200)
 {
 	struct version v;
-	char linked[700], plain[700], dir[256], out[512], ready[512], err[600], *text;
+	char linked[700], plain[700], dir[256], out[512], ready[512];
 	double counts[OCAML_N_SITES];
 
 	version_setup(&v, "4.14.1", 0);
@@ -136,13 +122,7 @@ Test(ocaml_versions, ocaml_4_14_linked_and_unmodified, .timeout = 1200)
 	cr_assert_eq(ocaml_attach(pid, "3", "1e-4", dir), 0, "the loader failed");
 	cr_assert_eq(ocaml_wait(pid), 0, "the 4.14 program failed");
 	cr_expect_eq(out_value(out, "iterations"), 1000000, "the program's output is not whole");
-	snprintf(err, sizeof(err), "%s/loader.err", dir);
-	text = read_file(err);
-	cr_assert_not_null(text);
-	cr_expect(strstr(text, "had no memprof probes: loaded ") &&
-		      strstr(text, "libmemprof-ocaml4-attach.so"),
-		  "the OCaml host was not injected: %s", text);
-	free(text);
+	ocaml_expect_injected(dir, "libmemprof-ocaml4-attach.so");
 	ocaml_expect_printed_shares(dir, out, 1e-4, counts);
 }
 

@@ -214,3 +214,29 @@ void ocaml_check_sites_exe(const char *dir, const char *exe)
 	cr_expect_gt(total, 0, "no samples");
 	cr_expect_geq(named, 0.95 * total, "the sites hold %.0f of %.0f", named, total);
 }
+
+void ocaml_run_logged(const char *cmd, const char *log, const char *what)
+{
+	int rc = system(cmd);
+
+	if (rc != 0) {
+		char *text = read_file(log);
+		size_t n = text ? strlen(text) : 0;
+
+		cr_assert_fail("%s failed (%d): %s", what, rc,
+			       text ? text + (n > 3000 ? n - 3000 : 0) : "");
+	}
+}
+
+void ocaml_expect_injected(const char *dir, const char *host_lib)
+{
+	char err[600];
+	char *text;
+
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	text = read_file(err);
+	cr_assert_not_null(text, "no %s", err);
+	cr_expect(strstr(text, "had no memprof probes: loaded ") && strstr(text, host_lib),
+		  "the OCaml host %s was not injected: %s", host_lib, text);
+	free(text);
+}

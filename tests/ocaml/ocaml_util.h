@@ -71,4 +71,9 @@ double ocaml_expect_printed_shares(const char *dir, const char *out, double rate
  */
 void ocaml_check_sites_exe(const char *dir, const char *exe);
 
+/* Run cmd (a shell command line); on failure, assert with the end of log. */
+void ocaml_run_logged(const char *cmd, const char *log, const char *what);
+/* The loader's stderr (dir/loader.err) says it injected host_lib. */
+void ocaml_expect_injected(const char *dir, const char *host_lib);
+
 #endif

@@ -29,20 +29,6 @@
 #define OPAM_METAS "%.0s/usr/lib/ocaml"
 #endif
 
-/* Run cmd; on failure, the assertion gives the tail of log. */
-static void run_logged(const char *cmd, const char *log, const char *what)
-{
-	int rc = system(cmd);
-
-	if (rc != 0) {
-		char *text = read_file(log);
-		size_t n = text ? strlen(text) : 0;
-
-		cr_assert_fail("%s failed (%d): %s", what, rc,
-			       text ? text + (n > 3000 ? n - 3000 : 0) : "");
-	}
-}
-
 Test(ocaml_opam, opam_install_then_a_dune_project_in_the_switch, .timeout = 600)
 {
 	char dir[256], root[512], path[1024], metas[1024], env[4096], cmd[8192], log[600],
@@ -58,7 +44,7 @@ Test(ocaml_opam, opam_install_then_a_dune_project_in_the_switch, .timeout = 600)
 
 	snprintf(log, sizeof(log), "%s/opam.log", dir);
 	snprintf(cmd, sizeof(cmd), "%s sh tests/ocaml/opam_switch.sh %s %s", env, dir, metas);
-	run_logged(cmd, log, "opam install memprof_probe");
+	ocaml_run_logged(cmd, log, "opam install memprof_probe");
 
 	snprintf(found, sizeof(found), "%s/found", dir);
 	snprintf(cmd, sizeof(cmd),
@@ -79,7 +65,7 @@ Test(ocaml_opam, opam_install_then_a_dune_project_in_the_switch, .timeout = 600)
 	    "&& cd %s/proj && %s DUNE_CACHE=disabled OCAMLPATH=%s/root/t/lib:%s "
 	    "opam exec --switch t -- dune build --root . ./sites.exe > dune.log 2>&1",
 	    dir, dir, dir, env, dir, metas);
-	run_logged(cmd, log, "dune build in the switch");
+	ocaml_run_logged(cmd, log, "dune build in the switch");
 
 	snprintf(exe, sizeof(exe), "%s/proj/_build/default/sites.exe", dir);
 	ocaml_check_sites_exe(dir, exe);
