@@ -51,9 +51,8 @@ static double view_sum(const char *dir, const char *view, int site)
 
 Test(ocaml_attach_unmodified, sites_shares_and_views, .timeout = 90)
 {
-	char dir[256], out[512], ready[512], err[600];
+	char dir[256], out[512], ready[512];
 	double counts[OCAML_N_SITES];
-	char *text;
 
 	ocaml_tmpdir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/out", dir);
