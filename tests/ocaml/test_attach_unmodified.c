@@ -213,6 +213,30 @@ Test(ocaml_attach_unmodified, systhreads_allocating_in_two_threads, .timeout = 9
 }
 
 /*
+ * The injected host fires memprof:gc from the runtime's timing hooks, as
+ * the linked package does (memprof_probe_gc.c): set with the first
+ * profile, so from the safe point on.  3e6 words/s against a 256 Ki-word
+ * minor heap is about 11 minor collections a second, 2 s attached.
+ */
+Test(ocaml_attach_unmodified, the_gc_probe_fires_at_collections, .timeout = 90)
+{
+	char dir[256], out[512], ready[512], err[600];
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	const char *argv[] = {PLAIN, "1000000", ready, "3e6", NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+
+	cr_assert_eq(ocaml_attach_verbose(pid, "2", "1e-5", dir), 0, "the loader failed");
+	cr_assert_eq(ocaml_wait(pid), 0, "the OCaml program failed");
+	ocaml_expect_injected(dir, HOST_LIB);
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	cr_expect_geq(out_value(err, "gcs"), 8, "memprof:gc fired %.0f times",
+		      out_value(err, "gcs"));
+}
+
+/*
  * A program blocked in a system call (opening a fifo nobody writes to)
  * for the whole attach: the loader ends at its -d with a note that names
  * the block, not a hang; once the test writes its line, the program

@@ -14,6 +14,7 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@
 
 #define SPAWNER OCAML_PROG("spawner")
 #define RUNS 20
-/* Spawner.site_0 .. site_3 (the four domains), then Spawner.churn. */
 #define N_SITES 5
 #define MAX_SNAPSHOTS 4096
 
@@ -40,16 +40,14 @@ struct seen {
 	double bytes[N_SITES];
 };
 
-static void site_name(int k, char *out, size_t len)
-{
-	if (k < 4)
-		snprintf(out, len, "Spawner.site_%d", k);
-	else
-		snprintf(out, len, "Spawner.churn");
-}
+/* Spawner.site_0 .. site_3 (the four domains), then Spawner.churn. */
+static const char *const spawner_sites[N_SITES] = {
+    "Spawner.site_0", "Spawner.site_1", "Spawner.site_2", "Spawner.site_3", "Spawner.churn",
+};
 
-/* Sum the snapshots of dir not summed yet; whether every site has samples. */
-static int snapshots_hold_every_site(const char *dir, struct seen *s)
+/* Sum the snapshots of dir not summed yet into s->bytes, one per name of
+ * sites[0..n_sites) (n_sites <= N_SITES); whether every site has samples. */
+static int snapshots_hold(const char *dir, struct seen *s, const char *const *sites, int n_sites)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -59,7 +57,7 @@ static int snapshots_hold_every_site(const char *dir, struct seen *s)
 		return 0;
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
-		char path[1024], site[64];
+		char path[1024];
 		int known = 0;
 
 		if (len < 8 || strcmp(e->d_name + len - 7, ".folded"))
@@ -70,14 +68,29 @@ static int snapshots_hold_every_site(const char *dir, struct seen *s)
 			continue;
 		s->names[s->n++] = strdup(e->d_name);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		for (int k = 0; k < N_SITES; k++) {
-			site_name(k, site, sizeof(site));
-			s->bytes[k] += folded_frame_sum(path, site);
-		}
+		for (int k = 0; k < n_sites; k++)
+			s->bytes[k] += folded_frame_sum(path, sites[k]);
 	}
 	closedir(d);
-	for (int k = 0; k < N_SITES; k++)
+	for (int k = 0; k < n_sites; k++)
 		all &= s->bytes[k] > 0;
+	return all;
+}
+
+/* Wait until the snapshots in dir hold every one of sites; whether they did. */
+static int wait_snapshots_hold(const char *dir, struct seen *s, const char *const *sites,
+			       int n_sites)
+{
+	struct timespec t0, now, pause = {0, 20 * 1000 * 1000};
+	int all;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		all = snapshots_hold(dir, s, sites, n_sites);
+		if (!all)
+			nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (!all && (double)(now.tv_sec - t0.tv_sec) < TEST_EVENT_TIMEOUT_S);
 	return all;
 }
 
@@ -90,10 +103,9 @@ static void seen_free(struct seen *s)
 Test(ocaml5_attach_domains, four_domains_and_domains_spawned_while_attached, .timeout = 900)
 {
 	for (int r = 0; r < RUNS; r++) {
-		char dir[256], out[512], ready[512], views[512], snaps[512], path[600], site[64];
+		char dir[256], out[512], ready[512], views[512], snaps[512], path[600];
 		struct seen s = {0};
-		struct timespec t0, now, pause = {0, 20 * 1000 * 1000};
-		int code, all = 0;
+		int code;
 
 		ocaml_tmpdir(dir, sizeof(dir));
 		snprintf(out, sizeof(out), "%s/out", dir);
@@ -107,29 +119,21 @@ Test(ocaml5_attach_domains, four_domains_and_domains_spawned_while_attached, .ti
 		pid_t loader = ocaml_loader_start(pid, args, dir, &code);
 
 		cr_assert_neq(loader, 0, "run %d: the loader exited with %d", r, code);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		do {
-			all = snapshots_hold_every_site(snaps, &s);
-			if (!all)
-				nanosleep(&pause, NULL);
-			clock_gettime(CLOCK_MONOTONIC, &now);
-		} while (!all && (double)(now.tv_sec - t0.tv_sec) < TEST_EVENT_TIMEOUT_S);
+		wait_snapshots_hold(snaps, &s, spawner_sites, N_SITES);
 		ocaml_touch(dir, "ready.stop");
 		code = ocaml_wait(pid);
 		cr_assert_eq(code, 0, "run %d: the program ended with %d (in %s)", r, code, dir);
 		cr_assert_eq(ocaml_wait(loader), 0, "run %d: the loader failed", r);
 		for (int k = 0; k < N_SITES; k++) {
-			site_name(k, site, sizeof(site));
 			cr_assert_gt(s.bytes[k], 0, "run %d: %s not sampled within %.0f s (in %s)",
-				     r, site, TEST_EVENT_TIMEOUT_S, dir);
+				     r, spawner_sites[k], TEST_EVENT_TIMEOUT_S, dir);
 		}
 		cr_expect_gt(out_value(out, "pairs"), 0, "run %d: no pair of domains ran", r);
 		/* The whole session's profile holds them too. */
 		snprintf(path, sizeof(path), "%s/alloc.folded", views);
 		for (int k = 0; k < N_SITES; k++) {
-			site_name(k, site, sizeof(site));
-			cr_expect_gt(folded_frame_sum(path, site), 0,
-				     "run %d: %s not in the profile", r, site);
+			cr_expect_gt(folded_frame_sum(path, spawner_sites[k]), 0,
+				     "run %d: %s not in the profile", r, spawner_sites[k]);
 		}
 		seen_free(&s);
 	}
@@ -179,4 +183,109 @@ Test(ocaml5_attach_domains, a_domain_exiting_while_its_profile_samples, .timeout
 	code = ocaml_wait(pid);
 	cr_assert_eq(code, 0, "the program ended with %d", code);
 	cr_expect_gt(out_value(out, "c words"), 0, "the program's output is not whole");
+}
+
+/* Whether some thread of pid is blocked opening a fifo (its kernel wait
+ * channel). */
+static int in_fifo_open(pid_t pid)
+{
+	char path[300], line[128];
+	struct dirent *e;
+	int blocked = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!blocked && (e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/wchan", (int)pid, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		blocked = fgets(line, sizeof(line), f) && strstr(line, "wait_for_partner");
+		fclose(f);
+	}
+	closedir(d);
+	return blocked;
+}
+
+/*
+ * A domain blocked through the whole detach
+ * (tests/ocaml5/progs/blocked_domain.ml): the main domain and domain W
+ * sample; then a domain blocks opening a fifo (mode "open": the main
+ * domain; "join": a domain the main domain spawned, which shares its
+ * profile, while the main domain waits in Domain.join), and the loader
+ * detaches.  W stops its profile at once; the blocked one stays counted
+ * (the control block says sampling) for as long as it is blocked, here
+ * past the helper's requests of the detach (HOLD_S: the hold is what
+ * makes the case, the test waits for no event with it).  Once woken, the
+ * domain acts on the detach (safepoint5.c): sampling goes off, and the
+ * program can start a Gc.Memprof profile of its own in that domain.  With
+ * the hook put back once the requests ran out, sampling never went off.
+ */
+#define HOLD_S 3
+static void blocked_through_the_detach(const char *mode)
+{
+	static const char *const sites[] = {"Blocked_domain.in_main", "Blocked_domain.in_w"};
+	char dir[256], out[512], ready[512], snaps[512], fifo[600], *text;
+	struct memprof_probe_control c;
+	struct seen s = {0};
+	struct timespec hold = {HOLD_S, 0}, pause = {0, 10 * 1000 * 1000};
+	int code, tries = 0;
+
+	ocaml_tmpdir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(snaps, sizeof(snaps), "%s/snaps", dir);
+	snprintf(fifo, sizeof(fifo), "%s.fifo", ready);
+	cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo %s", fifo);
+	const char *argv[] = {OCAML_PROG("blocked_domain"), ready, mode, NULL};
+	const char *args[] = {"--rate", "1e-4", "--every", "0.2", "--snapshot-dir", snaps, NULL};
+	pid_t pid = ocaml_start(dir, out, argv);
+	pid_t loader = ocaml_loader_start(pid, args, dir, &code);
+
+	cr_assert_neq(loader, 0, "the loader exited with %d", code);
+	cr_assert(wait_snapshots_hold(snaps, &s, sites, 2), "both domains never sampled (in %s)",
+		  dir);
+	seen_free(&s);
+	ocaml_touch(dir, "ready.block");
+	while (!in_fifo_open(pid) && tries++ < TEST_EVENT_TIMEOUT_S * 100)
+		nanosleep(&pause, NULL);
+	cr_assert(in_fifo_open(pid), "no domain ever blocked on the fifo");
+	kill(loader, SIGINT);
+	cr_assert_eq(ocaml_wait(loader), 0, "the loader failed");
+	nanosleep(&hold, NULL);
+	cr_assert_eq(target_control(pid, &c), 0);
+	cr_assert(control_sampling_on(&c),
+		  "sampling went off with a domain blocked: the case was not made");
+	FILE *f = fopen(fifo, "w");
+	cr_assert_not_null(f, "cannot open %s", fifo);
+	fputs("woken\n", f);
+	fclose(f);
+	cr_assert_eq(wait_target_control(pid, control_sampling_off), 0,
+		     "sampling never went off once the blocked domain woke");
+	ocaml_touch(dir, "ready.stop");
+	code = ocaml_wait(pid);
+	cr_assert_eq(code, 0, "the program ended with %d", code);
+	text = read_file(out);
+	cr_assert_not_null(text);
+	cr_expect(strstr(text, "own profile started"), "the program's own profile: %s", text);
+	free(text);
+	cr_expect_gt(out_value(out, "main words"), 0, "the program's output is not whole");
+	cr_expect_gt(out_value(out, "w words"), 0, "the program's output is not whole");
+}
+
+Test(ocaml5_attach_domains, a_domain_blocked_in_a_system_call_through_the_detach, .timeout = 300)
+{
+	blocked_through_the_detach("open");
+}
+
+Test(ocaml5_attach_domains, a_domain_blocked_in_a_join_through_the_detach, .timeout = 300)
+{
+	blocked_through_the_detach("join");
 }

@@ -7,20 +7,21 @@
 #   build/libmemprof-ocaml5-attach.so  OCaml 5.3 (build/ocaml5)
 # The runtime's symbols stay undefined: the dynamic loader resolves them
 # from the executable's .dynsym when the library is injected.  The linked
-# host's memprof_probe_callstack.c is compiled in, unchanged: the same
-# stack entries, so the loader decodes them alike.
+# host's memprof_probe_callstack.c and memprof_probe_gc.c are compiled in,
+# unchanged: the same stack entries, so the loader decodes them alike, and
+# the same memprof:gc.
 # Tests: tests/ocaml/test_unmodified.c, tests/ocaml5/test_unmodified.c.
 
 OCAML_ATTACH_DIR := runtime-probes/hosts/ocaml-attach
 OCAML_ATTACH4_SO := $(BUILD)/libmemprof-ocaml4-attach.so
 OCAML_ATTACH5_SO := $(BUILD)/libmemprof-ocaml5-attach.so
 OCAML_ATTACH_HDRS := $(OCAML_ATTACH_DIR)/ocaml_attach.h $(OCAML_DIR)/memprof_probe_callstack.h \
-	$(PUBLIC_HDRS)
+	$(OCAML_DIR)/memprof_probe_gc.h $(PUBLIC_HDRS)
 OCAML_ATTACH_CFLAGS := $(CFLAGS) -fvisibility=hidden -I$(OCAML_ATTACH_DIR) -I$(OCAML_DIR)
 OCAML_ATTACH4_OBJS := $(addprefix $(BUILD)/ocaml-attach4/,ocaml_attach.o safepoint4.o \
-	memprof_probe_callstack.o)
+	memprof_probe_callstack.o memprof_probe_gc.o)
 OCAML_ATTACH5_OBJS := $(addprefix $(BUILD)/ocaml-attach5/,ocaml_attach.o safepoint5.o \
-	memprof_probe_callstack.o)
+	memprof_probe_callstack.o memprof_probe_gc.o)
 # The loader finds them next to itself (or in ../lib), as the malloc host.
 # The 5.3 one needs OCaml 5.3 built (make ocaml5, or the 5.3 tests), as the
 # 5.3 package does.
@@ -30,7 +31,7 @@ ocaml5: $(OCAML_ATTACH5_SO)
 $(BUILD)/ocaml-attach4/%.o: $(OCAML_ATTACH_DIR)/%.c $(OCAML_ATTACH_HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(OCAML_ATTACH_CFLAGS) -isystem $(call ocaml_where) -c $< -o $@
-$(BUILD)/ocaml-attach4/memprof_probe_callstack.o: $(OCAML_DIR)/memprof_probe_callstack.c \
+$(BUILD)/ocaml-attach4/memprof_probe_%.o: $(OCAML_DIR)/memprof_probe_%.c \
 		$(OCAML_ATTACH_HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(OCAML_ATTACH_CFLAGS) -isystem $(call ocaml_where) \
@@ -39,7 +40,7 @@ $(BUILD)/ocaml-attach4/memprof_probe_callstack.o: $(OCAML_DIR)/memprof_probe_cal
 $(BUILD)/ocaml-attach5/%.o: $(OCAML_ATTACH_DIR)/%.c $(OCAML_ATTACH_HDRS) | $(OCAML5_OPT)
 	@mkdir -p $(@D)
 	$(CC) $(OCAML_ATTACH_CFLAGS) -isystem $(OCAML5_PREFIX)/lib/ocaml -c $< -o $@
-$(BUILD)/ocaml-attach5/memprof_probe_callstack.o: $(OCAML_DIR)/memprof_probe_callstack.c \
+$(BUILD)/ocaml-attach5/memprof_probe_%.o: $(OCAML_DIR)/memprof_probe_%.c \
 		$(OCAML_ATTACH_HDRS) | $(OCAML5_OPT)
 	@mkdir -p $(@D)
 	$(CC) $(OCAML_ATTACH_CFLAGS) -isystem $(OCAML5_PREFIX)/lib/ocaml \
@@ -129,3 +130,10 @@ OCAML5_ORPHAN := $(OCAML5_TEST_PROGS_DIR)/orphan
 $(OCAML5_ORPHAN): $(OCAML5_ORPHAN_SRCS) | $(OCAML5_OPT)
 	$(call ocaml5_plain,$(OCAML5_ORPHAN_SRCS),$(OCAML5_UNIX))
 TEST_NEEDS_ocaml5 += $(OCAML5_ORPHAN)
+# 5.3: a domain blocked through the whole detach (tests/ocaml5/progs/blocked_domain.ml).
+OCAML5_BLOCKED_DOMAIN_SRCS := bench/ocaml/no_probe/memprof_probe.ml $(OCAML_GATE) \
+	tests/ocaml5/progs/blocked_domain.ml
+OCAML5_BLOCKED_DOMAIN := $(OCAML5_TEST_PROGS_DIR)/blocked_domain
+$(OCAML5_BLOCKED_DOMAIN): $(OCAML5_BLOCKED_DOMAIN_SRCS) | $(OCAML5_OPT)
+	$(call ocaml5_plain,$(OCAML5_BLOCKED_DOMAIN_SRCS),$(OCAML5_UNIX))
+TEST_NEEDS_ocaml5 += $(OCAML5_BLOCKED_DOMAIN)

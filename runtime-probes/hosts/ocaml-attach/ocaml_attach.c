@@ -54,11 +54,13 @@
 
 #include "memprof_probe_abi.h"
 #include "memprof_probe_callstack.h"
+#include "memprof_probe_gc.h"
 #include "memprof_probe_site.h"
 
 /* The kernel increments these (uprobe ref_ctr_offset) while a probe is attached. */
 unsigned short memprof_sample_semaphore __attribute__((section(".probes"), used));
 unsigned short memprof_events_semaphore __attribute__((section(".probes"), used));
+unsigned short memprof_gc_semaphore __attribute__((section(".probes"), used));
 
 __attribute__((used, visibility("default"))) struct memprof_probe_control memprof_probe_control = {
     .magic = MEMPROF_PROBE_CONTROL_MAGIC,
@@ -463,6 +465,7 @@ int attach_act(void)
 		if (!Is_exception_result(r)) {
 			caml_modify_generational_global_root(&profiles[d], r);
 			terminated_hook_install();
+			memprof_gc_hooks_install(events_flush);
 			atomic_fetch_add(&sampling_domains, 1);
 			atomic_store(&program_owns, 0);
 			publish();
@@ -484,8 +487,10 @@ int attach_act(void)
 	}
 	if (!up && atomic_load(&n_orphans))
 		orphans_release();
-	if (!up && !attach_sampling())
+	if (!up && !attach_sampling()) {
 		terminated_hook_remove();
+		memprof_gc_hooks_remove();
+	}
 	return profiles[d] != Val_unit;
 }
 #else
@@ -505,6 +510,7 @@ int attach_act(void)
 		/* An exception: the program runs its own profile. */
 		if (!Is_exception_result(r)) {
 			started = 1;
+			memprof_gc_hooks_install(events_flush);
 			atomic_store(&sampling_domains, 1);
 			atomic_store(&program_owns, 0);
 		} else {
@@ -515,6 +521,7 @@ int attach_act(void)
 		/* 4.x's stop forgets every tracked block. */
 		caml_callback_exn(control, Val_int(OP_STOP));
 		started = 0;
+		memprof_gc_hooks_remove();
 		atomic_store(&sampling_domains, 0);
 		atomic_store(&tracer_seen, 0);
 		publish();
@@ -542,6 +549,8 @@ static void *helper_main(void *arg)
 			last = up;
 			safepoint_request(up);
 		} else if (!up && !attach_sampling()) {
+			/* Not before: a domain blocked through the detach acts
+			 * once it wakes, through the hook (safepoint5.c). */
 			safepoint_idle();
 		}
 	}
@@ -554,8 +563,12 @@ static void fork_child(void)
 	 * Its sites stay disarmed if it was forked while traced. */
 	pthread_mutex_init(&events_lock, NULL);
 	events_queue.n = 0;
-	probe_sites_fork_child(PROBE_SEMAPHORE_UP(memprof_sample_semaphore) ||
-			       PROBE_SEMAPHORE_UP(memprof_events_semaphore));
+	int any_up = PROBE_SEMAPHORE_UP(memprof_sample_semaphore) ||
+		     PROBE_SEMAPHORE_UP(memprof_events_semaphore) ||
+		     PROBE_SEMAPHORE_UP(memprof_gc_semaphore);
+
+	probe_sites_fork_child(any_up);
+	memprof_gc_fork_child(any_up);
 }
 
 /*

@@ -34,7 +34,10 @@ typedef void (*interrupt_hook)(void);
  * at most this many (ATTACH_POLL_MS apart), for a domain whose state was
  * being set up when it was asked (domain_create clears the flag) and that
  * did not inherit a profile.  A slot whose domain has exited never acts:
- * the cap ends the requests. */
+ * the cap ends the requests.  A domain blocked through them all (a system
+ * call, a join) acts once it wakes: its flag stays set (the default hook
+ * leaves it), so its pending actions run the hook, which stays installed
+ * while its profile is counted (tests/ocaml5/test_attach_domains.c). */
 #define MAX_REPEATS 40
 #define MAX_SLOTS 128
 

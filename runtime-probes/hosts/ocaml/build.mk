@@ -22,7 +22,7 @@
 OCAML_DIR := runtime-probes/hosts/ocaml
 OCAML_PKG := $(BUILD)/ocaml/memprof_probe
 OCAML_STUBS_SRCS := $(OCAML_DIR)/memprof_probe_stubs.c $(OCAML_DIR)/memprof_probe_callstack.c \
-	$(OCAML_DIR)/memprof_probe_unavailable.c
+	$(OCAML_DIR)/memprof_probe_gc.c $(OCAML_DIR)/memprof_probe_unavailable.c
 OCAML_STUBS_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(OCAML_STUBS_SRCS))
 OCAMLFIND := ocamlfind
 OCAML_COMMA := ,
@@ -205,7 +205,7 @@ $(OCAML5_OPT): | $(DEPS_STAMP)
 	./scripts/build-ocaml.sh 5.3.0 $(OCAML5_PREFIX)
 
 $(OCAML5_STUBS_OBJ): $(BUILD)/ocaml5/obj/%.o: $(OCAML_DIR)/%.c $(OCAML_DIR)/memprof_probe_callstack.h \
-		$(PUBLIC_HDRS) | $(OCAML5_OPT)
+		$(OCAML_DIR)/memprof_probe_gc.h $(PUBLIC_HDRS) | $(OCAML5_OPT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -isystem $(OCAML5_PREFIX)/lib/ocaml \
 		-DMEMPROF_OCAML_STDLIB_DIR='"$(abspath $(OCAML5_PREFIX)/lib/ocaml)"' -c $< -o $@

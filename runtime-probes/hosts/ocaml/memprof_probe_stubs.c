@@ -45,10 +45,8 @@
  *
  * Stacks: memprof_probe_callstack.c.
  *
- * GC timeline.  memprof:gc fires from the runtime's timing hooks (minor
- * collection begin/end; on 4.x also major slice begin/end, which 5.x
- * calls for every opportunistic slice: gc_hooks_install), chained to any
- * hook already set; a hook costs one indirect call and one load per event.
+ * GC timeline: memprof:gc fires from the runtime's timing hooks,
+ * memprof_probe_gc.c (shared with the injectable host).
  */
 #define CAML_INTERNALS
 #include "memprof_probe_version.h"
@@ -74,7 +72,6 @@
 #if OCAML5
 #include <caml/domain.h>
 #include <caml/frame_descriptors.h>
-#include <caml/shared_heap.h>
 #else
 #include <caml/stack.h>
 #endif
@@ -83,6 +80,7 @@
 
 #include "memprof_probe_abi.h"
 #include "memprof_probe_callstack.h"
+#include "memprof_probe_gc.h"
 #include "memprof_probe_site.h"
 
 /* How often the helper thread reads the sample semaphore. */
@@ -244,85 +242,6 @@ CAMLprim value memprof_probe_dealloc(value vid, value vkind)
 				   ? MEMPROF_PROBE_EV_DEALLOC_MINOR
 				   : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 	return Val_unit;
-}
-
-/* ---- memprof:gc, from the runtime's timing hooks ---- */
-
-static caml_timing_hook prev_minor_begin, prev_minor_end;
-#if !OCAML5
-static caml_timing_hook prev_major_begin, prev_major_end;
-#endif
-
-static void fire_gc(uint64_t phase)
-{
-	uint64_t minor, major;
-
-	if (!PROBE_SEMAPHORE_UP(memprof_gc_semaphore) || !probe_sites_armed())
-		return;
-	minor =
-	    (uint64_t)((char *)Caml_state_field(young_end) - (char *)Caml_state_field(young_ptr));
-#if OCAML5
-	major = (uint64_t)caml_heap_size(Caml_state_field(shared_heap));
-#else
-	major = (uint64_t)Caml_state_field(stat_heap_wsz) * sizeof(value);
-#endif
-	DTRACE_PROBE3(memprof, gc, phase, minor, major);
-}
-
-static void gc_minor_begin(void)
-{
-	fire_gc(MEMPROF_PROBE_GC_MINOR_START);
-	if (prev_minor_begin)
-		prev_minor_begin();
-}
-
-static void gc_minor_end(void)
-{
-	/* The events of the collection before (whose callbacks ran since). */
-	events_flush();
-	fire_gc(MEMPROF_PROBE_GC_MINOR_END);
-	if (prev_minor_end)
-		prev_minor_end();
-}
-
-#if !OCAML5 /* 5.x: minor collections only (gc_hooks_install) */
-static void gc_major_begin(void)
-{
-	fire_gc(MEMPROF_PROBE_GC_MAJOR_START);
-	if (prev_major_begin)
-		prev_major_begin();
-}
-
-static void gc_major_end(void)
-{
-	fire_gc(MEMPROF_PROBE_GC_MAJOR_END);
-	if (prev_major_end)
-		prev_major_end();
-}
-#endif
-
-static void gc_hooks_install(void)
-{
-#if OCAML5
-	/*
-	 * Minor collections only.  5.x calls the major slice hooks for every
-	 * opportunistic slice too, which a domain runs each time it polls
-	 * while it waits at a barrier: 740,000 memprof:gc hits (uprobe traps)
-	 * in 3.5 s of four domains on two cores, about a tenth of the
-	 * program's CPU time, for a count the timeline shows per reading.
-	 */
-	prev_minor_begin = atomic_exchange(&caml_minor_gc_begin_hook, gc_minor_begin);
-	prev_minor_end = atomic_exchange(&caml_minor_gc_end_hook, gc_minor_end);
-#else
-	prev_minor_begin = caml_minor_gc_begin_hook;
-	caml_minor_gc_begin_hook = gc_minor_begin;
-	prev_minor_end = caml_minor_gc_end_hook;
-	caml_minor_gc_end_hook = gc_minor_end;
-	prev_major_begin = caml_major_slice_begin_hook;
-	caml_major_slice_begin_hook = gc_major_begin;
-	prev_major_end = caml_major_slice_end_hook;
-	caml_major_slice_end_hook = gc_major_end;
-#endif
 }
 
 /* ---- Who samples ---- */
@@ -679,6 +598,7 @@ static void fork_child(void)
 	events_queue.n = 0; /* the parent's events are the parent's */
 	fork_child_reset();
 	probe_sites_fork_child(any_semaphore_up());
+	memprof_gc_fork_child(any_semaphore_up());
 }
 
 CAMLprim value memprof_probe_install(value unit)
@@ -688,7 +608,7 @@ CAMLprim value memprof_probe_install(value unit)
 		return Val_unit;
 	pthread_atfork(NULL, NULL, fork_child);
 	atexit(events_flush); /* the deaths still queued reach the tracer */
-	gc_hooks_install();
+	memprof_gc_hooks_install(events_flush);
 	helper_start();
 	return Val_unit;
 }
