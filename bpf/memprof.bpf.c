@@ -373,20 +373,30 @@ static __always_inline __u64 sample_span(__u64 size, __u64 kind_source)
 	return size ? size : 1;
 }
 
-static __always_inline void sample_one(const struct sample_rec *r)
+/*
+ * A global function, verified once on its own: inlined in the batch's
+ * bpf_loop callback, it was verified again at each of the callback's
+ * iterations the verifier explores (kernels since 6.7 verify a callback
+ * as called any number of times), 688,456 instructions and 1.4 s here
+ * against 7,000 when it is a call.  r may not be NULL for the verifier.
+ */
+__noinline int sample_one(const struct sample_rec *r)
 {
-	__u64 id = r->w[MEMPROF_PROBE_REC_ID], size = r->w[MEMPROF_PROBE_REC_SIZE];
-	__u64 n_samples = r->w[MEMPROF_PROBE_REC_N_SAMPLES];
-	__u64 kind_source = r->w[MEMPROF_PROBE_REC_KIND_SOURCE];
-	__u64 inv_rate_q16 = r->w[MEMPROF_PROBE_REC_INV_RATE_Q16];
+	__u64 id, size, n_samples, kind_source, inv_rate_q16, est, span;
 	struct memprof_block b = {};
 	__u32 stack_flags = 0;
-	__u64 est, span;
 	int err;
 
+	if (!r)
+		return 0;
+	id = r->w[MEMPROF_PROBE_REC_ID];
+	size = r->w[MEMPROF_PROBE_REC_SIZE];
+	n_samples = r->w[MEMPROF_PROBE_REC_N_SAMPLES];
+	kind_source = r->w[MEMPROF_PROBE_REC_KIND_SOURCE];
+	inv_rate_q16 = r->w[MEMPROF_PROBE_REC_INV_RATE_Q16];
 	if (detaching) {
 		count(MEMPROF_CNT_LATE_SAMPLES);
-		return;
+		return 0;
 	}
 	count(MEMPROF_CNT_SAMPLES);
 	if (!first_id)
@@ -420,16 +430,17 @@ static __always_inline void sample_one(const struct sample_rec *r)
 	err = blocks_insert(id, &b);
 	if (err == BLOCKS_DUPLICATE) {
 		count(MEMPROF_CNT_DUPLICATE_IDS);
-		return;
+		return 0;
 	}
 	if (err) {
 		__u8 one = 1;
 
 		count(MEMPROF_CNT_DROP_BLOCKS_FULL);
 		bpf_map_update_elem(&untracked, &id, &one, BPF_ANY);
-		return;
+		return 0;
 	}
 	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
+	return 0;
 }
 
 /* memprof:sample with seven arguments: one sample, timed by this probe. */

@@ -261,7 +261,8 @@ static int attach_one(struct session *s, struct traced *p)
 	profile_process_name(p->pid, p->name, sizeof(p->name));
 	/* The BPF object first: a failure to load it leaves the target as it was. */
 	p->opened = 1;
-	switch (tracer_open(&p->tr, &p->t, s->o->max_blocks, s->o->max_stacks, err, sizeof(err))) {
+	switch (tracer_open(&p->tr, &p->t, s->o->max_blocks, s->o->max_stacks, s->o->verbose, err,
+			    sizeof(err))) {
 	case TRACER_OK:
 		break;
 	case TRACER_DENIED:

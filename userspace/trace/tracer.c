@@ -38,8 +38,9 @@ _Static_assert((((1ull << 24) * MEMPROF_FRAMES_PER_STACK) / MEMPROF_FRAME_CHUNK 
 #define LIFETIMES_BATCH 256
 /* Home slots of the block map mapped at a time to read them (1 MiB). */
 #define BLOCK_SLOTS_WINDOW 16384
-/* Room for the verifier's statistics (log level 4: a few lines). */
-#define VERIFIER_STATS_LEN 1024
+/* Room for the verifier's statistics (log level 4: a few lines; what some
+ * kernels count against the log's size besides is more: tracer_open_with). */
+#define VERIFIER_STATS_LEN 16384
 
 static uint64_t mono_ns(void)
 {
@@ -229,8 +230,15 @@ static void autoload_needed(struct memprof_bpf *skel, const struct target *t)
 	bpf_program__set_autoload(skel->progs.memprof_gc, gc);
 }
 
-enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
-			       uint32_t max_stacks, char *err, size_t errlen)
+/*
+ * tracer_open's work; stats: ask the verifier for its statistics (log
+ * level 4).  Some kernels (6.18 here) count more than the statistics
+ * against the log's size, and fail with ENOSPC a load that verified when
+ * that overflows: the caller then opens again without them.
+ */
+static enum tracer_status tracer_open_with(struct tracer *tr, const struct target *t,
+					   uint32_t max_blocks, uint32_t max_stacks, int stats,
+					   char *err, size_t errlen)
 {
 	pid_t pid = t->pid;
 
@@ -286,8 +294,10 @@ enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32
 		if (n_progs == TRACER_MAX_PROGS || !bpf_program__autoload(prog))
 			continue;
 		logs[n_progs][0] = 0;
-		bpf_program__set_log_buf(prog, logs[n_progs], VERIFIER_STATS_LEN);
-		bpf_program__set_log_level(prog, 4); /* statistics only */
+		if (stats) {
+			bpf_program__set_log_buf(prog, logs[n_progs], VERIFIER_STATS_LEN);
+			bpf_program__set_log_level(prog, 4); /* statistics only */
+		}
 		n_progs++;
 	}
 	t1 = mono_ns();
@@ -306,7 +316,7 @@ enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32
 	if (rc) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -v for details)",
 			 strerror(-rc));
-		return status_of(rc);
+		return rc == -ENOSPC && stats ? TRACER_LOG_FULL : status_of(rc);
 	}
 	rc = tracer_sync(tr);
 	if (rc) {
@@ -315,6 +325,22 @@ enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32
 	}
 	tr->costs.mmap_ns = mono_ns() - t0;
 	return TRACER_OK;
+}
+
+enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
+			       uint32_t max_stacks, int verifier_stats, char *err, size_t errlen)
+{
+	enum tracer_status st =
+	    tracer_open_with(tr, t, max_blocks, max_stacks, verifier_stats, err, errlen);
+
+	if (st == TRACER_LOG_FULL) {
+		tracer_close(tr);
+		st = tracer_open_with(tr, t, max_blocks, max_stacks, 0, err, errlen);
+	}
+	/* Nothing is left open: the session's later steps skip this tracer. */
+	if (st != TRACER_OK)
+		tracer_close(tr);
+	return st;
 }
 
 static struct bpf_program *program_of(struct tracer *tr, enum elf_probe p, unsigned probes)

@@ -73,6 +73,7 @@ enum tracer_status {
 	TRACER_OK = 0,
 	TRACER_DENIED = 1, /* the kernel said EPERM/EACCES */
 	TRACER_FAILED = 2,
+	TRACER_LOG_FULL = 3, /* inside tracer.c only: the statistics overflowed the log */
 };
 
 /*
@@ -82,9 +83,12 @@ enum tracer_status {
  * MEMPROF_MAX_STACKS; the inner table adds MEMPROF_INNER_STACKS).  With
  * MEMPROF_BPF_LIFETIME_HISTS=0 in the environment the dealloc program keeps
  * no lifetime histograms (the benchmark's baseline, bench/tables/t7-lifetimes.sh).
+ * verifier_stats: ask the verifier for its statistics (tracer_describe_costs;
+ * on some kernels that takes a second load).  On failure nothing is left
+ * open (tr->skel is NULL).
  */
 enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
-			       uint32_t max_stacks, char *err, size_t errlen);
+			       uint32_t max_stacks, int verifier_stats, char *err, size_t errlen);
 /* Kernel memory the stack maps take for max_stacks before any is used, in
  * bytes (about), and what each stack used adds. */
 uint64_t tracer_stack_memory(uint32_t max_stacks);
