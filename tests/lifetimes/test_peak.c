@@ -174,5 +174,30 @@ Test(peak, peak_view_holds_the_highest_point, .timeout = 180)
 	cr_assert(at && (at = strchr(at + 11, '\n')), "no peak rows");
 	cr_expect(strstr(at, "site_peak (") && strstr(at, "site_peak (") < strchr(at + 1, '\n'),
 		  "site_peak is not the first site of the peak table: %.300s", at);
+	/* The live table's "at peak" column: site_hold's bytes in the peak view
+	 * (11 characters and two spaces before the site). */
+	at = strstr(report, "\n== live (");
+	cr_assert(at, "no live table");
+	at = strstr(at, "-- by site\n");
+	cr_assert(at);
+	cr_expect(strstr(at, "at peak  site\n") == strchr(at + 11, '\n') - strlen("at peak  site"),
+		  "no at peak column: %.200s", at);
+	at = strstr(at, "site_hold (");
+	cr_assert(at && at - report > 13, "no site_hold row in the live table");
+	{
+		char *end;
+		double x = strtod(at - 13, &end), unit = 1;
+
+		if (!strncmp(end, " KiB", 4))
+			unit = 1024;
+		else if (!strncmp(end, " MiB", 4))
+			unit = MIB;
+		cr_expect(fabs(x * unit - v[4][0]) <= 0.001 * v[4][0] + 1,
+			  "site_hold at peak: %.13s, the peak view %g", at - 13, v[4][0]);
+	}
+	/* site_after, live now, came after the peak: nothing of it there. */
+	at = strstr(strstr(report, "\n== live ("), "site_after (");
+	cr_assert(at && at - report > 13, "no site_after row in the live table");
+	cr_expect(!strncmp(at - 13, "        0 B  ", 13), "site_after at peak: '%.13s'", at - 13);
 	free(report);
 }

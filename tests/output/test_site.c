@@ -156,9 +156,15 @@ Test(site, skip_frames_extends_the_rule)
 	/* Matched whole, without the parameters. */
 	cr_expect_eq(site_frame_kind("app::Pool::grab(unsigned long)"), SITE_SKIPPED);
 	cr_expect_eq(site_frame_kind("my::app::Pool::grab(unsigned long)"), SITE_PROGRAM);
+	/* ... and without the ABI tags that end the name. */
+	cr_assert_eq(site_skip_add("inv::load_names", err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(site_frame_kind("inv::load_names[abi:cxx11](int)"), SITE_SKIPPED);
+	cr_expect_eq(site_frame_kind("inv::load_names[abi:cxx11][abi:v2]()"), SITE_SKIPPED);
+	cr_expect_eq(site_frame_kind("inv::load_names[3](int)"), SITE_PROGRAM);
 	drop = site_drop_frames();
 	cr_assert(drop);
-	cr_expect(strstr(drop, "|(?:app::Pool::.*)|(?:libfoo\\.so.*)"), "%s", drop);
+	cr_expect(strstr(drop, "|(?:app::Pool::.*)|(?:libfoo\\.so.*)|(?:inv::load_names)"), "%s",
+		  drop);
 	cr_expect(strstr(drop, "sqlite3"), "%s", drop);
 	free(drop);
 	cr_expect_neq(site_skip_add("app(", err, sizeof(err)), 0);

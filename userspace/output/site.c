@@ -185,6 +185,23 @@ static size_t without_params(const char *name)
 	}
 }
 
+/* n, less the ABI tags that end name[0..n) ("f[abi:cxx11]" is f's name). */
+static size_t without_abi_tags(const char *name, size_t n)
+{
+	static const char tag[] = "[abi:";
+
+	while (n > 0 && name[n - 1] == ']') {
+		size_t i = n - 1;
+
+		while (i > 0 && name[i] != '[')
+			i--;
+		if (n - i < sizeof(tag) - 1 || strncmp(name + i, tag, sizeof(tag) - 1))
+			break;
+		n = i;
+	}
+	return n;
+}
+
 static int skipped_by_user(const char *name)
 {
 	char buf[1024], *copy = buf;
@@ -193,7 +210,7 @@ static int skipped_by_user(const char *name)
 
 	if (!skips.n)
 		return 0;
-	n = without_params(name);
+	n = without_abi_tags(name, without_params(name));
 	if (n >= sizeof(buf) && !(copy = malloc(n + 1)))
 		return 0;
 	memcpy(copy, name, n);

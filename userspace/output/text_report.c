@@ -20,6 +20,7 @@ struct row {
 	char *label; /* site name, or the stack root;...;leaf */
 	int64_t samples, bytes;
 	double objects;
+	int64_t peak_bytes; /* the same stacks' bytes in the peak view */
 };
 
 static void human_bytes(char *buf, size_t len, double b)
@@ -115,6 +116,7 @@ static struct row *rows_of(const struct profile *p, int v, int by_stack, size_t 
 		rows[j].samples += s->samples[v];
 		rows[j].bytes += s->bytes[v];
 		rows[j].objects += s->objects[v];
+		rows[j].peak_bytes += s->bytes[MEMPROF_VIEW_PEAK];
 	}
 	qsort(rows, n, sizeof(*rows), row_cmp);
 	*n_rows = n;
@@ -124,6 +126,12 @@ oom:
 		free(rows[j].label);
 	free(rows);
 	return NULL;
+}
+
+/* The live view's tables have an "at peak" column when the peak was read. */
+static int peak_column(const struct profile *p, int v)
+{
+	return v == MEMPROF_VIEW_LIVE && p->meta.peak_readings;
 }
 
 static void print_row(FILE *out, const struct profile *p, int v, const struct row *r)
@@ -139,8 +147,13 @@ static void print_row(FILE *out, const struct profile *p, int v, const struct ro
 	human_count(o, sizeof(o), r->objects);
 	human_count(ol, sizeof(ol), r->samples ? r->objects * lo / r->samples : 0);
 	human_count(oh, sizeof(oh), r->samples ? r->objects * hi / r->samples : 0);
-	fprintf(out, "%6.2f%%  %11s  [%11s, %11s]  %10s  [%10s, %10s]  %8lld  %s\n", share, b, bl,
-		bh, o, ol, oh, (long long)r->samples, r->label);
+	fprintf(out, "%6.2f%%  %11s  [%11s, %11s]  %10s  [%10s, %10s]  %8lld  ", share, b, bl, bh,
+		o, ol, oh, (long long)r->samples);
+	if (peak_column(p, v)) {
+		human_bytes(b, sizeof(b), (double)r->peak_bytes);
+		fprintf(out, "%11s  ", b);
+	}
+	fprintf(out, "%s\n", r->label);
 }
 
 static int print_table(FILE *out, const struct profile *p, int v, int by_stack)
@@ -150,9 +163,11 @@ static int print_table(FILE *out, const struct profile *p, int v, int by_stack)
 
 	if (!rows)
 		return -1;
-	fprintf(out, "%7s  %11s  %-26s  %10s  %-24s  %8s  %s\n", "share", "bytes", "[95% interval]",
-		"objects", "[95% interval]", "samples",
-		by_stack ? "stack (root;...;leaf)" : "site");
+	fprintf(out, "%7s  %11s  %-26s  %10s  %-24s  %8s  ", "share", "bytes", "[95% interval]",
+		"objects", "[95% interval]", "samples");
+	if (peak_column(p, v))
+		fprintf(out, "%11s  ", "at peak");
+	fprintf(out, "%s\n", by_stack ? "stack (root;...;leaf)" : "site");
 	for (size_t i = 0; i < n; i++) {
 		print_row(out, p, v, &rows[i]);
 		free(rows[i].label);
