@@ -128,6 +128,14 @@ on use; the loader maps the part of each array in use, reads the block map's slo
 and the links are destroyed after the output is written (the views are frozen from the
 detach's start: a later sample counts as `late_samples`).
 
+**Later: the batch program's record step.** With the record's work inlined in the batch's
+`bpf_loop` callback, kernels that verify a callback as called any number of times (6.7 on)
+walked it again at every iteration they explored: `memprof_samples` took 688,456 instructions
+and 1.4 s to verify, and overflowed the loader's 1 KiB statistics log, which made the load fail
+with ENOSPC. The record's work is now a global BPF function, verified once on its own: 3,473
+instructions, 12–20 ms (`tests/attach/test_verifier.c` keeps every program within 10
+instructions processed per instruction).
+
 **What is left.** Kernel memory at default settings starts at 54 MiB whatever the target: the
 block map (`block_slots` 16 MiB for 262,144 home slots, `blocks_overflow`'s buckets 4 MiB), the
 frame arena 16.8 MiB, `stack_aggs` 6.4 MiB, `untracked` 5 MiB (an LRU hash, preallocated), the
