@@ -69,14 +69,25 @@ struct {
 	__type(value, struct memprof_stack_agg);
 } stack_aggs SEC(".maps");
 
-/* The frame arena (memprof_maps.h), sized by the loader. */
-struct {
+/* The frame arena (memprof_maps.h): chunks the loader creates as they are
+ * needed, each a map of its own like this template; the array of them is
+ * sized by the loader. */
+struct frame_chunk_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	/* Sizes, not types: clang gives the object's BTF only a declaration
+	 * of a type reached through two pointers, as the template's is. */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct memprof_frame_chunk));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, MEMPROF_MAX_STACKS *MEMPROF_FRAMES_PER_STACK / MEMPROF_FRAME_CHUNK +
 				MEMPROF_INNER_CHUNKS);
 	__type(key, __u32);
-	__type(value, struct memprof_frame_chunk);
+	__array(values, struct frame_chunk_map);
 } frames SEC(".maps");
 
 struct {
@@ -236,6 +247,8 @@ static __always_inline __u32 sample_stack_read(struct stack_scratch *st, __u64 s
 		return id;
 	if (full == 2)
 		count(MEMPROF_CNT_FRAMES_FULL);
+	else if (full == 3)
+		count(MEMPROF_CNT_ARENA_BEHIND);
 	/* The table is full: the innermost frames, in the inner table. */
 	if (len > MEMPROF_INNER_DEPTH)
 		len = MEMPROF_INNER_DEPTH;

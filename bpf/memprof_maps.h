@@ -7,8 +7,12 @@
  * Maps:
  *   stacks     array (mmapable), stack id -> struct memprof_stack (its
  *              length, flags and where its frames are)
- *   frames     array (mmapable) of struct memprof_frame_chunk: the frame
- *              arena, every stack's frames one after the other
+ *   frames     array of maps, chunk index -> a one-element mmapable array
+ *              of struct memprof_frame_chunk: the frame arena, every stack's
+ *              frames one after the other, in chunks the loader creates as
+ *              they are needed (MEMPROF_FRAME_CHUNKS_FIRST at the start, then
+ *              MEMPROF_FRAME_CHUNKS_AHEAD past the last one in use, at each
+ *              poll; the inner table's chunks all at the start)
  *   stack_aggs array (mmapable), stack id -> struct memprof_stack_agg
  *   stack_ids  hash (allocated on use), 64-bit hash of the PCs -> stack id (dedupe)
  * Stack ids: [1, max_stacks) is the stack table proper, first come first
@@ -29,7 +33,12 @@
  * straddles two chunks, and no frame is lost to a chunk's end.  Its index
  * in the arena, seen as one array of frames (chunks one after the other),
  * is k * MEMPROF_CHUNK_FRAMES + off.  A stack that finds the stack table's
- * frames used up goes to the inner table as when its ids are.  Invariant: a stack's
+ * frames used up, or the chunk it would start in not created yet, goes to
+ * the inner table as when its ids are (the latter counted,
+ * MEMPROF_CNT_ARENA_BEHIND); it reserves nothing then.  Invariant: every
+ * reserved frame is in a created chunk, so a stack the loader reads has
+ * its frames in chunks the loader has mapped (it maps a chunk as it
+ * creates it, before it is in the array of maps).  Invariant: a stack's
  * frames are reserved before its id, so every stack id below
  * next_stack_id read by the loader has its frames below next_frame read
  * after it.
@@ -66,8 +75,19 @@
 /* Frames reserved per chunk of the arena (one array element: the verifier
  * bounds an access by one element), and its frames with the room for the
  * last stack to run into. */
-#define MEMPROF_FRAME_CHUNK 4096
+#define MEMPROF_FRAME_CHUNK (32768 - MEMPROF_STACK_DEPTH)
+/* 32,768 frames, 256 KiB: whole pages, so the loader maps the chunks one
+ * after the other into one range; large, because each chunk the loader
+ * puts into the array of maps costs it a wait for a grace period of the
+ * kernel's (about 12 ms here). */
 #define MEMPROF_CHUNK_FRAMES (MEMPROF_FRAME_CHUNK + MEMPROF_STACK_DEPTH)
+/* Chunks of the stack table's part of the arena created at the start (4 MiB,
+ * about 16,000 stacks of 32 frames: the burst of new stacks a program
+ * gives in its first moments attached), and kept created past the last one
+ * in use (about 4,000 new stacks between two of the loader's polls, 100 ms
+ * apart: 40,000 a second). */
+#define MEMPROF_FRAME_CHUNKS_FIRST 16
+#define MEMPROF_FRAME_CHUNKS_AHEAD 4
 /* The inner table's chunks. */
 #define MEMPROF_INNER_CHUNKS                                                                       \
 	((MEMPROF_INNER_STACKS * MEMPROF_INNER_DEPTH + MEMPROF_FRAME_CHUNK - 1) /                  \
@@ -255,6 +275,10 @@ enum memprof_counter {
 	/* samples of a new stack that found the stack table's frame arena used
 	 * up (kept in the inner table, as MEMPROF_CNT_INNER_STACKS counts) */
 	MEMPROF_CNT_FRAMES_FULL,
+	/* samples of a new stack that found the chunk of the frame arena it
+	 * would start in not created yet (a burst of new stacks between two of
+	 * the loader's polls; kept in the inner table too) */
+	MEMPROF_CNT_ARENA_BEHIND,
 	/*
 	 * Samples once the loader began detaching: left out of the views, a
 	 * snapshot taken then (the links, whose end takes the kernel a grace

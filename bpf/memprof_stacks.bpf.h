@@ -81,9 +81,18 @@ static __always_inline __u32 stacks_check(__u32 id, __u64 check, __u32 len, __u3
 /*
  * Reserve len frames (1 <= len <= MEMPROF_STACK_DEPTH) of the arena's
  * chunks [base, base + n_chunks) through the counter *next, and write st's
- * first len into them (memprof_maps.h).  Their index in the arena, or -1
- * when the chunks are used up.
+ * first len into them (memprof_maps.h).  Their index in the arena, -1 when
+ * the chunks are used up, -2 when the chunk is not created yet.
  */
+/* Chunk key of the frame arena, or NULL if the loader has not created it. */
+static __always_inline struct memprof_frame_chunk *frame_chunk(__u32 key)
+{
+	__u32 zero = 0;
+	void *chunk = bpf_map_lookup_elem(&frames, &key);
+
+	return chunk ? bpf_map_lookup_elem(chunk, &zero) : NULL;
+}
+
 static __always_inline __s64 frames_store(const struct stack_scratch *st, __u32 len, __u32 *next,
 					  __u32 base, __u32 n_chunks)
 {
@@ -92,15 +101,23 @@ static __always_inline __s64 frames_store(const struct stack_scratch *st, __u32 
 
 	if (*next >= n_chunks * MEMPROF_FRAME_CHUNK)
 		return -1;
+	/* Nothing reserved where the loader has not created the chunk yet. */
+	if (!frame_chunk(base + *next / MEMPROF_FRAME_CHUNK))
+		return -2;
 	at = __sync_fetch_and_add(next, len);
 	chunk = at / MEMPROF_FRAME_CHUNK;
 	off = at % MEMPROF_FRAME_CHUNK;
-	if (chunk >= n_chunks)
+	/* For the verifier, which does not bound a remainder by a divisor
+	 * other than a power of two (the compiler would drop the check). */
+	asm volatile("" : "+r"(off));
+	if (chunk >= n_chunks || off >= MEMPROF_FRAME_CHUNK)
 		return -1;
 	key = base + chunk;
-	c = bpf_map_lookup_elem(&frames, &key);
+	/* NULL: another CPU reserved before this one, into the next chunk,
+	 * not created yet; those len frames stay unused. */
+	c = frame_chunk(key);
 	if (!c)
-		return -1;
+		return -2;
 	bpf_probe_read_kernel(&c->pcs[off], (len & (2 * MEMPROF_STACK_DEPTH - 1)) * sizeof(__u64),
 			      st->pcs);
 	return (__s64)key * MEMPROF_CHUNK_FRAMES + off;
@@ -111,7 +128,8 @@ static __always_inline __s64 frames_store(const struct stack_scratch *st, __u32 
  * id range [first, limit) through the counter *next (ids first + *next),
  * its frames in the arena's chunks [frame_base, + n_frame_chunks) through
  * *frame_next; MEMPROF_STACK_UNKNOWN if it cannot be, with *full set
- * when the range or the frames are used up (2: the frames).
+ * when the range or the frames are used up (2: the frames; 3: the chunk
+ * its frames would start in is not created yet).
  */
 static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 					   const struct stack_hashes *hs, __u32 len, __u32 flags,
@@ -136,7 +154,7 @@ static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 	/* The frames before the id (memprof_maps.h's invariant). */
 	at = frames_store(st, len, frame_next, frame_base, n_frame_chunks);
 	if (at < 0) {
-		*full = 2;
+		*full = at == -2 ? 3 : 2;
 		return MEMPROF_STACK_UNKNOWN;
 	}
 	id = first + __sync_fetch_and_add(next, 1);

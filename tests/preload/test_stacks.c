@@ -27,9 +27,11 @@ struct traced {
 	char *loader_err; /* the loader's stderr */
 };
 
-/* Run `stacks MODE READY [arg]` under the preload with the loader attached
- * (extra loader arguments in lx, NULL-terminated) until it exits. */
-static void run_traced(struct traced *t, const char *mode, const char *arg, const char *const lx[])
+/* Run `stacks MODE READY ARGS...` (pargs, at most 3, NULL-terminated) under
+ * the preload with the loader attached (extra loader arguments in lx,
+ * NULL-terminated) until it exits. */
+static void run_traced_args(struct traced *t, const char *mode, const char *const pargs[],
+			    const char *const lx[])
 {
 	char ready[96], out[96], err[96], lerr[96];
 	const char *largs[16];
@@ -44,7 +46,10 @@ static void run_traced(struct traced *t, const char *mode, const char *arg, cons
 	snprintf(err, sizeof(err), "%s/err", t->dir);
 	snprintf(lerr, sizeof(lerr), "%s/loader.err", t->dir);
 	snprintf(t->folded, sizeof(t->folded), "%s/alloc.folded", t->dir);
-	const char *argv[] = {preload_prog("stacks"), mode, ready, arg, NULL};
+	const char *argv[8] = {preload_prog("stacks"), mode, ready};
+
+	for (int i = 0; pargs[i] && i < 3; i++)
+		argv[3 + i] = pargs[i];
 	pid_t prog = spawn_program(argv, NULL, 1, out, err);
 	cr_assert_eq(wait_nonempty_file(ready, READY_TIMEOUT_S), 0, "the program never started");
 	char *pid = read_file(ready);
@@ -69,6 +74,14 @@ static void run_traced(struct traced *t, const char *mode, const char *arg, cons
 		  t->loader_err ? t->loader_err : "");
 	cr_assert_not_null(t->out);
 	free(pid);
+}
+
+/* Run `stacks MODE READY [arg]`, as run_traced_args. */
+static void run_traced(struct traced *t, const char *mode, const char *arg, const char *const lx[])
+{
+	const char *pargs[] = {arg, NULL};
+
+	run_traced_args(t, mode, pargs, lx);
 }
 
 static void traced_free(struct traced *t)
@@ -136,6 +149,43 @@ Test(stacks, sixty_five_thousand_stacks_keep_their_allocating_function, .timeout
 	const char *const lx[] = {"--rate", "1e-2", "--no-dwarf", NULL};
 
 	many_stacks(lx, 0);
+}
+
+/*
+ * The frame arena grows as it is used (bpf/memprof_maps.h,
+ * userspace/trace/frame_arena.c): 40,000 stacks of about 20 frames are
+ * more than the chunks created at the start hold (16 of 32,640 frames),
+ * and, new ones coming at a pace the loader's polls follow (about 20,000 a
+ * second, 1,000 then a 50 ms pause), each keeps its whole stack: no sample
+ * goes to the inner table.  The frames' kernel memory at the stop stays
+ * well below the arena's whole size for the default table (16.3 MiB):
+ * about 7.5 MiB.  With the arena not grown past its first chunks, the
+ * stacks past them went to the inner table.
+ */
+Test(stacks, the_frame_arena_grows_with_the_stacks, .timeout = 300)
+{
+	const char *const pargs[] = {"1", "40000", "50", NULL};
+	const char *const lx[] = {"--rate", "1e-2", "--no-dwarf", NULL};
+	struct traced t;
+	const char *maps;
+	double total, reaching;
+
+	run_traced_args(&t, "many", pargs, lx);
+	cr_assert_not_null(strstr(t.out, "paths=40000"), "%s", t.out);
+	bytes_reaching(t.folded, "leaf_alloc", &total, &reaching);
+	cr_assert_gt(total, 0);
+	cr_expect_eq(log_number(t.loader_err, "inner_stacks "), 0,
+		     "%lld samples went to the inner table",
+		     log_number(t.loader_err, "inner_stacks "));
+	cr_expect_geq(reaching / total, 0.99, "%.1f%% of the sampled bytes reach leaf_alloc",
+		      100 * reaching / total);
+	/* The maps at the stop (-v): "maps hold N MiB of kernel memory (..., frames F MiB". */
+	maps = t.loader_err ? strstr(t.loader_err, "maps hold ") : NULL;
+	maps = maps ? strstr(maps, " frames ") : NULL;
+	cr_assert_not_null(maps, "no frames in the stop's maps line");
+	cr_expect_lt(strtod(maps + strlen(" frames "), NULL), 12.0, "the frame arena took %.1f MiB",
+		     strtod(maps + strlen(" frames "), NULL));
+	traced_free(&t);
 }
 
 Test(stacks, a_full_table_keeps_the_innermost_frames, .timeout = 300)

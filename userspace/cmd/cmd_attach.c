@@ -89,10 +89,10 @@ static void usage(FILE *f)
 	    "  --max-blocks N  tracked blocks the kernel side holds at once (default %d);\n"
 	    "             when full, samples still count in alloc and a note reports drops\n"
 	    "  --max-stacks N  distinct call stacks kept, up to %d frames each (default\n"
-	    "             %d: about %llu MiB of kernel memory from the start, frames for\n"
-	    "             %d per stack on average included, and %.1f KiB more per stack\n"
-	    "             in use, its lifetimes included); once the table or its frames\n"
-	    "             are full, a sample keeps its innermost %d frames in a second\n"
+	    "             %d: about %llu MiB of kernel memory from the start, and %.1f KiB\n"
+	    "             more per stack in use, its frames (%d on average) and lifetimes\n"
+	    "             included); once the table or its frames are full, a sample\n"
+	    "             keeps its innermost %d frames in a second\n"
 	    "             table of %d stacks, under a [stack-table-full] root, and a note\n"
 	    "             counts them\n"
 	    "  --every SECONDS  also write a snapshot every SECONDS into --snapshot-dir DIR,\n"
@@ -129,7 +129,7 @@ static void usage(FILE *f)
 	    SESSION_POLL_MS, MEMPROF_PROBE_DEFAULT_RATE, MEMPROF_MAX_BLOCKS, MEMPROF_STACK_DEPTH,
 	    MEMPROF_MAX_STACKS,
 	    (unsigned long long)((tracer_stack_memory(MEMPROF_MAX_STACKS) + (1 << 19)) >> 20),
-	    MEMPROF_FRAMES_PER_STACK, tracer_stack_memory_used() / 1024.0, MEMPROF_INNER_DEPTH,
+	    tracer_stack_memory_used() / 1024.0, MEMPROF_FRAMES_PER_STACK, MEMPROF_INNER_DEPTH,
 	    MEMPROF_INNER_STACKS);
 }
 

@@ -625,12 +625,16 @@ void session_detach(struct session *s)
 				"memprof-bpf: cannot read the lifetimes of process %d: %s "
 				"(no lifetimes of blocks that died)\n",
 				(int)p->pid, strerror(-rc));
-		if (s->o->verbose)
+		if (s->o->verbose) {
+			char maps[512];
+			uint64_t mem = tracer_map_memory(&p->tr, maps, sizeof(maps));
+
 			fprintf(stderr,
 				"memprof-bpf: stop: block map and lifetimes of process %d read in "
-				"%.1f ms; maps hold %.1f MiB of kernel memory\n",
+				"%.1f ms; maps hold %.1f MiB of kernel memory (%s)\n",
 				(int)p->pid, ((uint64_t)session_mono_ns() - t0) / 1e6,
-				tracer_map_memory(&p->tr, NULL, 0) / 1048576.0);
+				mem / 1048576.0, maps);
+		}
 	}
 }
 

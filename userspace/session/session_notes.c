@@ -294,11 +294,15 @@ static void report_one(const struct session *s, const struct traced *p)
 	if (tracer_counter(tr, MEMPROF_CNT_INNER_STACKS))
 		fprintf(stderr,
 			"memprof-bpf: note:%s the stack table (%u stacks, %u frames in all) was "
-			"full%s: %" PRIu64
+			"full%s%s: %" PRIu64
 			" samples kept only their innermost %d frames, under a [stack-table-full] "
 			"root (--max-stacks raises it)\n",
 			who, tr->max_stacks, tr->frame_chunks * MEMPROF_FRAME_CHUNK,
 			tracer_counter(tr, MEMPROF_CNT_FRAMES_FULL) ? " (its frames used up)" : "",
+			tracer_counter(tr, MEMPROF_CNT_ARENA_BEHIND)
+			    ? " (or its frames not grown yet: new stacks came faster than the "
+			      "loader's polls)"
+			    : "",
 			tracer_counter(tr, MEMPROF_CNT_INNER_STACKS), MEMPROF_INNER_DEPTH);
 }
 

@@ -127,24 +127,21 @@ static uint32_t stacks_in_use(const struct tracer *tr)
 	return n > tr->max_stacks ? tr->max_stacks : n;
 }
 
-/* Chunks of the frame arena in use (read after stacks_in_use: memprof_maps.h's invariant). */
+/* Chunks of the stack table's part of the frame arena in use (read after
+ * stacks_in_use: memprof_maps.h's invariant). */
 static uint32_t chunks_in_use(const struct tracer *tr)
 {
 	uint32_t main = __atomic_load_n(&tr->skel->bss->next_frame, __ATOMIC_ACQUIRE);
 	uint32_t chunks =
 	    (uint32_t)(((uint64_t)main + MEMPROF_FRAME_CHUNK - 1) / MEMPROF_FRAME_CHUNK);
 
-	if (__atomic_load_n(&tr->skel->bss->next_inner_slot, __ATOMIC_ACQUIRE))
-		return tr->frame_chunks + MEMPROF_INNER_CHUNKS;
 	return chunks < tr->frame_chunks ? chunks : tr->frame_chunks;
 }
 
 int tracer_sync(struct tracer *tr)
 {
 	uint32_t all = tr->max_stacks + MEMPROF_INNER_STACKS;
-	uint32_t all_chunks = tr->frame_chunks + MEMPROF_INNER_CHUNKS;
 	uint32_t used = stacks_in_use(tr);
-	uint32_t chunks = chunks_in_use(tr);
 	int rc;
 
 	if (used > tr->mapped_stacks || !tr->stacks) {
@@ -157,17 +154,11 @@ int tracer_sync(struct tracer *tr)
 			return rc;
 		tr->mapped_stacks = n;
 	}
-	if (chunks > tr->mapped_chunks || !tr->frames) {
-		uint32_t n = to_map(chunks, all_chunks, 1);
-
-		if ((rc = remap(tr->skel->maps.frames, n, (const void **)&tr->frames,
-				&tr->frames_bytes)))
-			return rc;
-		tr->mapped_chunks = n;
-	}
+	/* The arena's chunks are mapped as they are created: grow it ahead. */
+	if ((rc = frame_arena_grow(&tr->arena, chunks_in_use(tr))))
+		return rc;
 	/* Invariant (tracer.h): the stacks below synced_stacks have their frames mapped. */
 	tr->synced_stacks = used;
-	tr->n_frames = (uint64_t)tr->mapped_chunks * MEMPROF_CHUNK_FRAMES;
 	return 0;
 }
 
@@ -187,11 +178,15 @@ uint64_t tracer_stack_memory(uint32_t max_stacks)
 
 	while (buckets < n)
 		buckets *= 2;
-	/* The two arrays and the frame arena, allocated whole, and the
-	 * buckets of the two hashes (HTAB_BUCKET_BYTES each). */
+	/* The two arrays, allocated whole, the frame arena's first chunks and
+	 * the inner table's (frame_arena.h), and the buckets of the two
+	 * hashes (HTAB_BUCKET_BYTES each). */
+	uint64_t first = frame_chunks_of(max_stacks);
+
+	if (first > MEMPROF_FRAME_CHUNKS_FIRST)
+		first = MEMPROF_FRAME_CHUNKS_FIRST;
 	return n * (sizeof(struct memprof_stack) + sizeof(struct memprof_stack_agg)) +
-	       (uint64_t)(frame_chunks_of(max_stacks) + MEMPROF_INNER_CHUNKS) *
-		   sizeof(struct memprof_frame_chunk) +
+	       (first + MEMPROF_INNER_CHUNKS) * sizeof(struct memprof_frame_chunk) +
 	       2 * buckets * HTAB_BUCKET_BYTES;
 }
 
@@ -199,8 +194,11 @@ uint64_t tracer_stack_memory_used(void)
 {
 	/* Its elements of the two hashes, stack_ids and lifetimes (the
 	 * kernel's element header, the key and the value, each rounded to 8
-	 * bytes), as fdinfo's memlock counts them. */
-	return 2 * HTAB_ELEM_BYTES + 8 + 8 + 8 + sizeof(struct memprof_lifetime_hist);
+	 * bytes), as fdinfo's memlock counts them, and its frames in the
+	 * arena's chunks, created as they are used (MEMPROF_FRAMES_PER_STACK
+	 * on average). */
+	return 2 * HTAB_ELEM_BYTES + 8 + 8 + 8 + sizeof(struct memprof_lifetime_hist) +
+	       MEMPROF_FRAMES_PER_STACK * sizeof(__u64);
 }
 
 /*
@@ -318,6 +316,14 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 			 strerror(-rc));
 		return rc == -ENOSPC && stats ? TRACER_LOG_FULL : status_of(rc);
 	}
+	rc = frame_arena_open(&tr->arena, bpf_map__fd(tr->skel->maps.frames), tr->frame_chunks,
+			      MEMPROF_INNER_CHUNKS);
+	if (rc) {
+		snprintf(err, errlen, "cannot create the frame arena: %s", strerror(-rc));
+		return status_of(rc);
+	}
+	tr->frames = tr->arena.frames;
+	tr->n_frames = frame_arena_frames(&tr->arena);
 	rc = tracer_sync(tr);
 	if (rc) {
 		snprintf(err, errlen, "cannot mmap the BPF arrays: %s", strerror(-rc));
@@ -593,7 +599,7 @@ void tracer_close(struct tracer *tr)
 	if (tr->aggs)
 		munmap((void *)tr->aggs, tr->aggs_bytes);
 	if (tr->frames)
-		munmap((void *)tr->frames, tr->frames_bytes);
+		frame_arena_close(&tr->arena);
 	free((void *)tr->lifetimes);
 	memprof_bpf__destroy(tr->skel);
 	free(tr->blocks);
@@ -647,6 +653,12 @@ uint64_t tracer_map_memory(const struct tracer *tr, char *buf, size_t len)
 	{
 		uint64_t bytes = map_memlock(bpf_map__fd(map));
 
+		/* The arena's chunks are maps of their own. */
+		for (uint32_t i = 0; map == tr->skel->maps.frames &&
+				     i < tr->arena.main_chunks + tr->arena.inner_chunks;
+		     i++)
+			if (tr->arena.fds[i] >= 0)
+				bytes += map_memlock(tr->arena.fds[i]);
 		total += bytes;
 		if (buf && n < len && bytes >= 1 << 16) {
 			int w = snprintf(buf + n, len - n, "%s%s %.1f MiB", n ? ", " : "",

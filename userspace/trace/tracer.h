@@ -11,6 +11,8 @@
 #include <sys/types.h>
 
 #include <linux/types.h>
+
+#include "trace/frame_arena.h"
 #include "memprof_maps.h"
 #include "target.h"
 
@@ -45,18 +47,20 @@ struct tracer {
 	char *link_is_sample; /* per link: 1 if memprof:sample's */
 	size_t n_links;
 	/*
-	 * The stack table, its aggregates and the frame arena, mmapped for
-	 * their first mapped_stacks entries and mapped_chunks chunks:
-	 * tracer_sync maps them again, at other addresses, as more is used.
-	 * Invariant: the synced_stacks stacks read at the last tracer_sync
-	 * (tracer_n_stacks) are mapped, their frames below n_frames.
+	 * The stack table and its aggregates, mmapped for their first
+	 * mapped_stacks entries: tracer_sync maps them again, at other
+	 * addresses, as more is used.  The frame arena (frame_arena.h) is
+	 * mapped as its chunks are created, at one address: frames, n_frames
+	 * long.  Invariant: the synced_stacks stacks read at the last
+	 * tracer_sync (tracer_n_stacks) are mapped, their frames below n_frames.
 	 */
 	const struct memprof_stack *stacks;
 	const struct memprof_stack_agg *aggs;
 	const __u64 *frames;
-	uint32_t mapped_stacks, mapped_chunks, synced_stacks, frame_chunks;
+	uint32_t mapped_stacks, synced_stacks, frame_chunks;
 	uint64_t n_frames;
-	size_t stacks_bytes, aggs_bytes, frames_bytes;
+	size_t stacks_bytes, aggs_bytes;
+	struct frame_arena arena;
 	/* Lifetimes of the blocks that died, per stack id below tracer_n_stacks
 	 * (a copy of the kernel's, by tracer_read_lifetimes; NULL before). */
 	const struct memprof_lifetime_hist *lifetimes;

@@ -1,12 +1,13 @@
 /*
  * Stacks and units under the preload, for tests/preload/test_stacks.c.
  *
- *   stacks many READY ROUNDS [PATHS]
+ *   stacks many READY ROUNDS [PATHS [PAUSE_MS]]
  *                              65,536 (or PATHS, at most that) distinct call
  *                              stacks: 16 levels of two functions each (a
  *                              path's bits choose), the 16th calling
  *                              leaf_alloc, which mallocs 8 KiB and frees it;
- *                              ROUNDS passes over every path
+ *                              ROUNDS passes over every path, pausing
+ *                              PAUSE_MS after each 1,000 paths
  *   stacks deep READY ROUNDS   ROUNDS times, for every depth d in 1..200, a
  *                              recursion of d frames of recurse() whose
  *                              innermost mallocs 4 KiB and frees it
@@ -122,8 +123,10 @@ LEVEL(3, 4)
 LEVEL(2, 3)
 LEVEL(1, 2)
 
-static void run_many(unsigned long rounds, unsigned long paths)
+static void run_many(unsigned long rounds, unsigned long paths, unsigned long pause_ms)
 {
+	struct timespec pause = {(time_t)(pause_ms / 1000), (long)(pause_ms % 1000) * 1000000L};
+
 	if (!paths || paths > 1u << MANY_LEVELS)
 		paths = 1u << MANY_LEVELS;
 	for (unsigned long r = 0; r < rounds; r++)
@@ -132,6 +135,8 @@ static void run_many(unsigned long rounds, unsigned long paths)
 				lv1a(path);
 			else
 				lv1b(path);
+			if (pause_ms && path % 1000 == 999)
+				nanosleep(&pause, NULL);
 		}
 	printf("paths=%lu\n", paths);
 }
@@ -238,8 +243,9 @@ int main(int argc, char **argv)
 	}
 	if (ready_and_wait(argv[2]))
 		return 3;
-	if (!strcmp(argv[1], "many") && (argc == 4 || argc == 5))
-		run_many(strtoul(argv[3], NULL, 0), argc == 5 ? strtoul(argv[4], NULL, 0) : 0);
+	if (!strcmp(argv[1], "many") && argc >= 4 && argc <= 6)
+		run_many(strtoul(argv[3], NULL, 0), argc >= 5 ? strtoul(argv[4], NULL, 0) : 0,
+			 argc == 6 ? strtoul(argv[5], NULL, 0) : 0);
 	else if (!strcmp(argv[1], "deep") && argc == 4)
 		run_deep(strtoul(argv[3], NULL, 0));
 	else if (!strcmp(argv[1], "sizes"))

@@ -1,0 +1,118 @@
+/* The growing frame arena (frame_arena.h). */
+#include "trace/frame_arena.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "memprof_maps.h"
+
+#define CHUNK_BYTES sizeof(struct memprof_frame_chunk)
+
+_Static_assert(sizeof(struct memprof_frame_chunk) % 4096 == 0,
+	       "a frame chunk is not whole pages: the chunks cannot be mapped side by side");
+
+/* Create chunk i, map it at its place in the range, then put it into the
+ * array of maps (the invariant of frame_arena.h). */
+static int chunk_create(struct frame_arena *a, uint32_t i)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	int fd =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, "frame_chunk", sizeof(__u32), CHUNK_BYTES, 1, &opts);
+	void *at = (char *)a->frames + (size_t)i * CHUNK_BYTES;
+
+	if (fd < 0)
+		return -errno;
+	if (mmap(at, CHUNK_BYTES, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	if (bpf_map_update_elem(a->outer_fd, &i, &fd, BPF_ANY)) {
+		int rc = -errno;
+
+		/* Back to zeros: the range stays whole. */
+		mmap(at, CHUNK_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		close(fd);
+		return rc;
+	}
+	a->fds[i] = fd;
+	return 0;
+}
+
+int frame_arena_open(struct frame_arena *a, int outer_fd, uint32_t main_chunks,
+		     uint32_t inner_chunks)
+{
+	uint32_t all = main_chunks + inner_chunks;
+	void *range;
+	int rc = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->outer_fd = outer_fd;
+	a->main_chunks = main_chunks;
+	a->inner_chunks = inner_chunks;
+	a->fds = malloc((all ? all : 1) * sizeof(*a->fds));
+	if (!a->fds)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < all; i++)
+		a->fds[i] = -1;
+	a->bytes = (size_t)all * CHUNK_BYTES;
+	/* Anonymous pages read as zeros and take no memory until written;
+	 * nothing writes them. */
+	range = mmap(NULL, a->bytes ? a->bytes : CHUNK_BYTES, PROT_READ,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (range == MAP_FAILED) {
+		rc = -errno;
+		free(a->fds);
+		memset(a, 0, sizeof(*a));
+		return rc;
+	}
+	a->frames = range;
+	for (uint32_t i = main_chunks; i < all && !rc; i++)
+		rc = chunk_create(a, i);
+	if (!rc)
+		rc = frame_arena_grow(a, 0);
+	if (rc)
+		frame_arena_close(a);
+	return rc;
+}
+
+int frame_arena_grow(struct frame_arena *a, uint32_t used)
+{
+	uint64_t want = (uint64_t)used + MEMPROF_FRAME_CHUNKS_AHEAD;
+
+	if (want < MEMPROF_FRAME_CHUNKS_FIRST)
+		want = MEMPROF_FRAME_CHUNKS_FIRST;
+	if (want > a->main_chunks)
+		want = a->main_chunks;
+	while (a->created_main < want) {
+		int rc = chunk_create(a, a->created_main);
+
+		if (rc)
+			return rc;
+		a->created_main++;
+	}
+	return 0;
+}
+
+uint64_t frame_arena_frames(const struct frame_arena *a)
+{
+	return (uint64_t)(a->main_chunks + a->inner_chunks) * MEMPROF_CHUNK_FRAMES;
+}
+
+void frame_arena_close(struct frame_arena *a)
+{
+	if (a->frames)
+		munmap((void *)a->frames, a->bytes ? a->bytes : CHUNK_BYTES);
+	for (uint32_t i = 0; a->fds && i < a->main_chunks + a->inner_chunks; i++)
+		if (a->fds[i] >= 0)
+			close(a->fds[i]);
+	free(a->fds);
+	memset(a, 0, sizeof(*a));
+	a->outer_fd = -1;
+}
