@@ -28,6 +28,8 @@ __u64 target_mm = 0;
 __u64 first_id = 0;
 /* Set by the loader before load (--max-blocks): home slots, and blocks tracked at once. */
 const volatile __u32 max_blocks = MEMPROF_MAX_BLOCKS;
+/* Set by the loader before load: the block map's home slots (block_slots' size). */
+const volatile __u32 home_slots = MEMPROF_MAX_BLOCKS;
 /* Set by the loader before load: 0 leaves the lifetime histograms out (bench). */
 const volatile __u32 lifetime_hists = 1;
 
@@ -98,7 +100,7 @@ struct {
 	__type(value, __u32);
 } stack_ids SEC(".maps");
 
-/* The block map (memprof_maps.h): home slots, sized max_blocks by the loader. */
+/* The block map (memprof_maps.h): home slots, sized home_slots by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -297,7 +299,7 @@ static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 
 /* The home slot of block id. */
 static __always_inline struct memprof_block_slot *blocks_home(__u64 id)
 {
-	__u32 k = id % max_blocks;
+	__u32 k = id % home_slots;
 
 	return bpf_map_lookup_elem(&block_slots, &k);
 }

@@ -42,8 +42,11 @@
  * frames are reserved before its id, so every stack id below
  * next_stack_id read by the loader has its frames below next_frame read
  * after it.
- *   block_slots     array (mmapable), id % max_blocks -> struct memprof_block_slot:
- *                   a tracked block's home slot
+ *   block_slots     array (mmapable), id % home_slots -> struct memprof_block_slot:
+ *                   a tracked block's home slot; home_slots is --max-blocks
+ *                   when given, else sized from a first look at the target
+ *                   (tracer_home_slots: its resident memory at the rate, 4
+ *                   times over, at least MEMPROF_BLOCK_HOME_SLOTS_MIN)
  *   blocks_overflow hash (allocated on use), block id -> struct memprof_block:
  *                   tracked blocks whose home slot was taken
  *   untracked       LRU hash, block id -> 1: sampled while the block map was full
@@ -51,7 +54,7 @@
  * slot (block ids increase, so consecutive samples use consecutive slots:
  * no hashing, no bucket lock, no element allocation), and a death one
  * compare-and-swap; only a block whose home slot is still held by a block
- * max_blocks ids older goes to the overflow hash.  At most max_blocks
+ * home_slots ids older goes to the overflow hash.  At most max_blocks
  * (--max-blocks) blocks are tracked at once, in both (the global n_blocks).
  *   lifetimes  hash (allocated on use), stack id -> struct memprof_lifetime_hist:
  *              only stacks with a death have one
@@ -94,6 +97,8 @@
 	 MEMPROF_FRAME_CHUNK)
 /* Tracked blocks alive at once. */
 #define MEMPROF_MAX_BLOCKS 262144
+/* Home slots of the block map at the least (1 MiB) when sized from the target. */
+#define MEMPROF_BLOCK_HOME_SLOTS_MIN 16384
 /* Ids remembered (LRU) that were sampled while the block map was full. */
 #define MEMPROF_MAX_UNTRACKED 65536
 #define MEMPROF_STACK_UNKNOWN 0u

@@ -7,6 +7,7 @@
  * symbolization.  The tight figures are in bench/tables/t9-footprint.sh.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,4 +88,72 @@ Test(footprint, ten_thousand_stacks_fit_in_64_mib_of_loader_rss)
 		      "the loader's peak RSS was %ld KiB with %d stacks (at most %d)", rss_kib,
 		      lines, FOOTPRINT_MAX_RSS_KIB);
 	free(pid);
+}
+
+/* The size in MiB after "NAME " in the start-up maps line of a -v log, or -1. */
+static double map_mib(const char *log, const char *name)
+{
+	char key[64];
+	const char *at = log ? strstr(log, "memprof-bpf: maps: ") : NULL;
+
+	snprintf(key, sizeof(key), " %s ", name);
+	at = at ? strstr(at, key) : NULL;
+	return at ? strtod(at + strlen(key), NULL) : -1;
+}
+
+/* block_slots' MiB when attached at rate to pid (-v), a process under the preload. */
+static double block_slots_mib(const char *dir, pid_t pid, const char *rate)
+{
+	char err[300], pidbuf[16], *log;
+	double mib;
+
+	snprintf(err, sizeof(err), "%s/loader.err", dir);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	const char *args[] = {"attach", pidbuf, "-d", "0.1", "--rate", rate, "-v", "-o", "/dev/null",
+			      NULL};
+	cr_assert_eq(loader_run(err, args), 0, "the loader failed: %s", read_file(err));
+	log = read_file(err);
+	mib = map_mib(log, "block_slots");
+	free(log);
+	return mib;
+}
+
+/*
+ * The block map's home slots are sized from a first look at the target
+ * (tracer_home_slots): four times the live samples its resident memory
+ * holds at the rate, 16,384 slots (1 MiB) at the least.  A sleeping
+ * process: 1 MiB; a python3 holding 512 MiB at rate 1e-4 (6,711 live
+ * samples): 32,768 slots, 2 MiB.  The 16 MiB of the whole default size
+ * before, whatever the target.
+ */
+Test(footprint, the_block_map_is_sized_from_the_target, .timeout = 120)
+{
+	char dir[256], ready[300], preload[4096], env_preload[4200];
+	const char *sleeper[] = {"/bin/sleep", "600", NULL};
+	const char *env[] = {env_preload, NULL};
+	pid_t t;
+
+	cr_assert(realpath(PRELOAD_LIB, preload), "%s is not built", PRELOAD_LIB);
+	snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", preload);
+	tmpdir_make(dir, sizeof(dir));
+	t = test_spawn(sleeper, env, NULL, NULL);
+	cr_assert_gt(t, 0);
+	cr_assert_eq(wait_mapped(t, "libmemprof-preload.so"), 0);
+	cr_expect_eq(block_slots_mib(dir, t, "1e-4"), 1.0, "a sleeping process");
+	kill(t, SIGKILL);
+	wait_exit(t);
+
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	const char *holder[] = {"/usr/bin/python3", "-c",
+				"import sys, time\n"
+				"b = b'x' * (512 << 20)\n"
+				"open(sys.argv[1], 'w').write('ready')\n"
+				"time.sleep(600)\n",
+				ready, NULL};
+	t = test_spawn(holder, env, NULL, NULL);
+	cr_assert_gt(t, 0);
+	cr_assert_eq(wait_nonempty_file(ready, TEST_EVENT_TIMEOUT_S), 0, "python3 never held");
+	cr_expect_eq(block_slots_mib(dir, t, "1e-4"), 2.0, "a process holding 512 MiB");
+	kill(t, SIGKILL);
+	wait_exit(t);
 }

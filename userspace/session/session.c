@@ -208,6 +208,29 @@ static int attach_interrupted(const struct traced *p, const char *why)
 	return SESSION_INTERRUPTED;
 }
 
+/* The block map's home slots for process pid: the whole --max-blocks when
+ * it was given, else sized from its resident memory (tracer_home_slots);
+ * 0 if that cannot be read (the default size). */
+static uint32_t home_slots_of(const struct attach_opts *o, pid_t pid)
+{
+	char path[64];
+	unsigned long long size, resident;
+	FILE *f;
+	int n;
+
+	if (o->max_blocks)
+		return o->max_blocks;
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu", &size, &resident);
+	fclose(f);
+	if (n != 2)
+		return 0;
+	return tracer_home_slots(resident * (uint64_t)sysconf(_SC_PAGESIZE), o->rate);
+}
+
 static int attach_one(struct session *s, struct traced *p)
 {
 	char err[ERR_LEN];
@@ -261,8 +284,8 @@ static int attach_one(struct session *s, struct traced *p)
 	profile_process_name(p->pid, p->name, sizeof(p->name));
 	/* The BPF object first: a failure to load it leaves the target as it was. */
 	p->opened = 1;
-	switch (tracer_open(&p->tr, &p->t, s->o->max_blocks, s->o->max_stacks, s->o->verbose, err,
-			    sizeof(err))) {
+	switch (tracer_open(&p->tr, &p->t, s->o->max_blocks, home_slots_of(s->o, p->pid),
+			    s->o->max_stacks, s->o->verbose, err, sizeof(err))) {
 	case TRACER_OK:
 		break;
 	case TRACER_DENIED:

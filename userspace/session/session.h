@@ -29,7 +29,7 @@ struct attach_opts {
 	const char *all_views_dir;
 	enum memprof_view view;
 	double rate;
-	uint32_t max_blocks; /* 0: the default size of the block map */
+	uint32_t max_blocks; /* 0: the default bound, the home slots sized from the target */
 	uint32_t max_stacks; /* 0: the default size of the stack table */
 	enum output_format format;
 	int no_dwarf;

@@ -235,8 +235,8 @@ static void autoload_needed(struct memprof_bpf *skel, const struct target *t)
  * that overflows: the caller then opens again without them.
  */
 static enum tracer_status tracer_open_with(struct tracer *tr, const struct target *t,
-					   uint32_t max_blocks, uint32_t max_stacks, int stats,
-					   char *err, size_t errlen)
+					   uint32_t max_blocks, uint32_t home_slots,
+					   uint32_t max_stacks, int stats, char *err, size_t errlen)
 {
 	pid_t pid = t->pid;
 
@@ -261,9 +261,13 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 	}
 	if (!max_blocks)
 		max_blocks = MEMPROF_MAX_BLOCKS;
+	if (!home_slots || home_slots > max_blocks)
+		home_slots = max_blocks;
 	tr->max_blocks = max_blocks;
+	tr->home_slots = home_slots;
 	tr->skel->rodata->max_blocks = max_blocks;
-	if ((rc = bpf_map__set_max_entries(tr->skel->maps.block_slots, max_blocks)) ||
+	tr->skel->rodata->home_slots = home_slots;
+	if ((rc = bpf_map__set_max_entries(tr->skel->maps.block_slots, home_slots)) ||
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.blocks_overflow, max_blocks))) {
 		snprintf(err, errlen, "cannot size the block map: %s", strerror(-rc));
 		return TRACER_FAILED;
@@ -333,15 +337,28 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 	return TRACER_OK;
 }
 
-enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
-			       uint32_t max_stacks, int verifier_stats, char *err, size_t errlen)
+uint32_t tracer_home_slots(uint64_t resident_bytes, double rate)
 {
-	enum tracer_status st =
-	    tracer_open_with(tr, t, max_blocks, max_stacks, verifier_stats, err, errlen);
+	/* Live samples expected: a rate per word (the malloc host's per byte
+	 * at rate / 8 gives the same), over the resident memory. */
+	double want = 4.0 * (double)resident_bytes / 8.0 * rate;
+	uint32_t n = MEMPROF_BLOCK_HOME_SLOTS_MIN;
+
+	while (n < MEMPROF_MAX_BLOCKS && (double)n < want)
+		n *= 2;
+	return n;
+}
+
+enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
+			       uint32_t home_slots, uint32_t max_stacks, int verifier_stats,
+			       char *err, size_t errlen)
+{
+	enum tracer_status st = tracer_open_with(tr, t, max_blocks, home_slots, max_stacks,
+						 verifier_stats, err, errlen);
 
 	if (st == TRACER_LOG_FULL) {
 		tracer_close(tr);
-		st = tracer_open_with(tr, t, max_blocks, max_stacks, 0, err, errlen);
+		st = tracer_open_with(tr, t, max_blocks, home_slots, max_stacks, 0, err, errlen);
 	}
 	/* Nothing is left open: the session's later steps skip this tracer. */
 	if (st != TRACER_OK)
@@ -472,8 +489,8 @@ static int read_block_slots(struct tracer *tr)
 {
 	const struct bpf_map *map = tr->skel->maps.block_slots;
 
-	for (uint32_t from = 0; from < tr->max_blocks; from += BLOCK_SLOTS_WINDOW) {
-		uint32_t n = tr->max_blocks - from < BLOCK_SLOTS_WINDOW ? tr->max_blocks - from
+	for (uint32_t from = 0; from < tr->home_slots; from += BLOCK_SLOTS_WINDOW) {
+		uint32_t n = tr->home_slots - from < BLOCK_SLOTS_WINDOW ? tr->home_slots - from
 									: BLOCK_SLOTS_WINDOW;
 		size_t bytes;
 		const struct memprof_block_slot *w =

@@ -66,6 +66,7 @@ struct tracer {
 	const struct memprof_lifetime_hist *lifetimes;
 	uint32_t max_stacks; /* the stack table's size (--max-stacks) */
 	uint32_t max_blocks;
+	uint32_t home_slots; /* the block map's home slots (memprof_maps.h) */
 	/* CLOCK_MONOTONIC ns when tracer_detach raised detaching (0: not yet):
 	 * the blocks still in the block map were alive then. */
 	uint64_t detach_ns;
@@ -82,8 +83,9 @@ enum tracer_status {
 
 /*
  * Open and load the BPF object for t's process, only the programs its probe
- * files need; map the arrays.  max_blocks sizes
- * the block map (0: MEMPROF_MAX_BLOCKS), max_stacks the stack table (0:
+ * files need; map the arrays.  max_blocks bounds
+ * the block map (0: MEMPROF_MAX_BLOCKS), home_slots sizes its home slots
+ * (0 or more than max_blocks: max_blocks), max_stacks the stack table (0:
  * MEMPROF_MAX_STACKS; the inner table adds MEMPROF_INNER_STACKS).  With
  * MEMPROF_BPF_LIFETIME_HISTS=0 in the environment the dealloc program keeps
  * no lifetime histograms (the benchmark's baseline, bench/tables/t7-lifetimes.sh).
@@ -92,7 +94,15 @@ enum tracer_status {
  * open (tr->skel is NULL).
  */
 enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32_t max_blocks,
-			       uint32_t max_stacks, int verifier_stats, char *err, size_t errlen);
+			       uint32_t home_slots, uint32_t max_stacks, int verifier_stats,
+			       char *err, size_t errlen);
+/*
+ * The block map's home slots for a target of resident_bytes sampled at
+ * rate (per word): four times the live samples it would hold, a power of
+ * two from MEMPROF_BLOCK_HOME_SLOTS_MIN to MEMPROF_MAX_BLOCKS.  Blocks past
+ * them go to the overflow hash, allocated on use, up to max_blocks.
+ */
+uint32_t tracer_home_slots(uint64_t resident_bytes, double rate);
 /* Kernel memory the stack maps take for max_stacks before any is used, in
  * bytes (about), and what each stack used adds. */
 uint64_t tracer_stack_memory(uint32_t max_stacks);
