@@ -276,6 +276,67 @@ Test(python, shares_match_tracemalloc, .init = setup, .fini = teardown, .timeout
 	free(log);
 }
 
+/* The weight of a folded file's stacks that hold key. */
+static double weight_with(const char *path, const char *key)
+{
+	char *text = read_file(path);
+	double sum = 0;
+
+	cr_assert_not_null(text, "no %s", path);
+	for (char *line = text; *line;) {
+		char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char *sp = memrchr(line, ' ', len);
+
+		if (sp && memmem(line, (size_t)(sp - line), key, strlen(key)))
+			sum += strtod(sp + 1, NULL);
+		if (!end)
+			break;
+		line = end + 1;
+	}
+	free(text);
+	return sum;
+}
+
+/*
+ * Blocks sampled at a realloc to a size pymalloc serves die seen: lists grown
+ * by append (their storage reallocated, 32 to 512 bytes), all dead at the
+ * function's return, are not left in the live view.
+ */
+Test(python, reallocated_blocks_die, .init = setup, .fini = teardown, .timeout = 300)
+{
+	char out[128], err[128], stop[128], views[128], lerr[128], path[160], pid[16];
+
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(stop, sizeof(stop), "%s/stop", dir);
+	snprintf(views, sizeof(views), "%s/views", dir);
+	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
+	const char *pargv[] = {PYTHON, SCRIPT, "grow", stop, NULL};
+	pid_t prog = spawn(pargv, out, err);
+	cr_assert_eq(wait_text(out, "ready"), 0, "python3 never got ready: %s", read_file(err));
+	snprintf(pid, sizeof(pid), "%d", (int)prog);
+	const char *largv[] = {LOADER,	  "attach", pid,	 "--rate",	RATE,  "-d", "2",
+			       "--lines", "-o",	    "/dev/null", "--all-views", views, NULL};
+	int ls = wait_status(spawn(largv, "/dev/null", lerr));
+	int fd = open(stop, O_WRONLY | O_CREAT, 0644);
+	close(fd);
+	int ps = wait_status(prog);
+	cr_assert(WIFEXITED(ls) && WEXITSTATUS(ls) == EXIT_OK, "loader status %#x: %s", ls,
+		  read_file(lerr));
+	cr_assert(WIFEXITED(ps) && WEXITSTATUS(ps) == 0, "python3 status %#x: %s", ps,
+		  read_file(err));
+	snprintf(path, sizeof(path), "%s/alloc.folded", views);
+	double alloc = weight_with(path, "grow_lists (");
+	snprintf(path, sizeof(path), "%s/live.folded", views);
+	double live = weight_with(path, "grow_lists (");
+	/* At least 1,000 samples of 8 / rate bytes each. */
+	cr_assert_gt(alloc, 1000 / RATE_PER_BYTE, "too few samples: %.0f bytes", alloc);
+	cr_expect_lt(live, alloc / 20, "reallocated blocks do not die: %.0f live of %.0f", live,
+		     alloc);
+	fprintf(stderr, "python: grow_lists %.0f bytes allocated, %.0f live\n", alloc, live);
+}
+
 Test(python, unsupported_cpython_refused, .init = setup, .fini = teardown, .timeout = 120)
 {
 	char ready[128], out[128], err[128], lerr[128], pid[16];

@@ -28,11 +28,10 @@
  * free and realloc hand a block that is not in its arenas to PyMem_RawFree
  * and PyMem_RawRealloc, and the RAW domain's free is wrapped, so a sampled
  * block's death is still seen, and every other free costs nothing.  A
- * sampled realloc moves the block into a RAW one.  RAW's malloc, calloc and
- * realloc stay CPython's; RAW's free may run without the GIL, on any
- * thread: it reads the sampled-block filter, and locks only for a sampled
- * block (as the malloc host's free).  With any other allocator in place
- * (tracemalloc, the debug hooks, PYTHONMALLOC=malloc) free is wrapped, and
+ * sampled realloc to a size pymalloc serves moves the block into a RAW one.  RAW's malloc, calloc
+ * and realloc stay CPython's; RAW's free may run without the GIL, on any thread: it reads the
+ * sampled-block filter, and locks only for a sampled block (as the malloc host's free).  With any
+ * other allocator in place (tracemalloc, the debug hooks, PYTHONMALLOC=malloc) free is wrapped, and
  * sampled blocks come from the wrapped allocator.
  *
  * The hooks hold the GIL (the domains' contract), so the frames of the
@@ -43,6 +42,12 @@
 
 #include "preload.h"
 #include "python_host.h"
+
+/*
+ * pymalloc serves requests of 1 to this many bytes (SMALL_REQUEST_THRESHOLD,
+ * CPython 3.11's Objects/obmalloc.c); larger ones, and 0, it hands to RAW.
+ */
+#define PYHOST_PYMALLOC_MAX 512
 
 static struct pyhost_allocator prev_mem, prev_obj, prev_raw;
 static atomic_int installed;
@@ -130,7 +135,8 @@ static __attribute__((noinline)) void *realloc_slow(struct preload_thread *t,
 	}
 	if (handle)
 		sampler_handle_freed(t, handle);
-	if (n_samples && free_direct) {
+	/* Above PYHOST_PYMALLOC_MAX (and at 0) pymalloc's realloc returned a RAW block. */
+	if (n_samples && free_direct && size - 1 < PYHOST_PYMALLOC_MAX) {
 		void *r = move_to_raw(a, q, size);
 
 		/* No room for the RAW block: q stays the program's, not tracked. */
