@@ -337,6 +337,46 @@ Test(python, reallocated_blocks_die, .init = setup, .fini = teardown, .timeout =
 	fprintf(stderr, "python: grow_lists %.0f bytes allocated, %.0f live\n", alloc, live);
 }
 
+/*
+ * Under CPython's debug hooks (PYTHONMALLOC=debug: each block has a header
+ * naming its domain) the hooks wrap free too and sampled blocks stay in
+ * their own domain: the program runs and exits 0, and make_strings' blocks
+ * are seen dying.
+ */
+Test(python, debug_allocator_keeps_free_wrapped, .init = setup, .fini = teardown, .timeout = 300)
+{
+	char out[128], err[128], stop[128], views[128], lerr[128], path[160], pid[16];
+
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(stop, sizeof(stop), "%s/stop", dir);
+	snprintf(views, sizeof(views), "%s/views", dir);
+	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
+	const char *pargv[] = {PYTHON, SCRIPT, "run", stop, NULL};
+	const char *env[] = {"PYTHONMALLOC=debug", NULL};
+	pid_t prog = test_spawn(pargv, env, out, err);
+	cr_assert_geq(prog, 0);
+	cr_assert_eq(wait_text(out, "ready"), 0, "python3 never got ready: %s", read_file(err));
+	snprintf(pid, sizeof(pid), "%d", (int)prog);
+	const char *largv[] = {LOADER,	  "attach", pid,	 "--rate",	RATE,  "-d", "2",
+			       "--lines", "-o",	    "/dev/null", "--all-views", views, NULL};
+	int ls = wait_status(spawn(largv, "/dev/null", lerr));
+	int fd = open(stop, O_WRONLY | O_CREAT, 0644);
+	close(fd);
+	int ps = wait_status(prog);
+	cr_assert(WIFEXITED(ls) && WEXITSTATUS(ls) == EXIT_OK, "loader status %#x: %s", ls,
+		  read_file(lerr));
+	cr_assert(WIFEXITED(ps) && WEXITSTATUS(ps) == 0, "python3 status %#x: %s", ps,
+		  read_file(err));
+	snprintf(path, sizeof(path), "%s/alloc.folded", views);
+	double alloc = weight_with(path, "make_strings (");
+	snprintf(path, sizeof(path), "%s/live.folded", views);
+	double live = weight_with(path, "make_strings (");
+	cr_assert_gt(alloc, 100 / RATE_PER_BYTE, "too few samples: %.0f bytes", alloc);
+	cr_expect_lt(live, alloc / 20, "make_strings' blocks do not die: %.0f live of %.0f", live,
+		     alloc);
+}
+
 Test(python, unsupported_cpython_refused, .init = setup, .fini = teardown, .timeout = 120)
 {
 	char ready[128], out[128], err[128], lerr[128], pid[16];
