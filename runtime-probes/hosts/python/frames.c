@@ -6,7 +6,10 @@
  * (memprof_probe_abi.h, MEMPROF_PROBE_PY_FRAME_V1) naming a record of the
  * frame table.  So C code called from Python (list growth, a C extension)
  * and Python called back from C are interleaved as they ran; the loader
- * shows the native frames between Python ones only with --native.
+ * shows the native frames between Python ones only with --native.  A tracer
+ * without --native says so (memprof_probe_python_options): the unwind then
+ * stops at the innermost call of the interpreter loop, and the stack is the
+ * native frames below it, then every Python frame.
  *
  * CPython 3.11 layouts, from its own internal headers (Py_BUILD_CORE):
  * the thread state's cframe->current_frame is the innermost
@@ -271,15 +274,43 @@ static int in_eval_loop(uintptr_t ra)
 
 /* Native frames read at most (the stack's own array, on this thread's stack). */
 #define FRAMES_NATIVE_MAX 256
+/* Without native frames asked for: frames unwound first, enough to reach the
+ * interpreter loop from an allocation (the profiler's own frames included). */
+#define FRAMES_INNER_MAX 32
+
+/* Written by a tracer (memprof_probe_abi.h); until then every native frame. */
+PYHOST_EXPORT volatile uint32_t memprof_probe_python_options = MEMPROF_PROBE_PY_NATIVE;
+
+/*
+ * The native frames into native (at most max): all of them, or, when the
+ * tracer shows only those below the innermost Python frame, the unwind
+ * stops at the first return address into the interpreter loop (kept: it
+ * stands for the Python frames), which is cheaper on a deep stack.
+ */
+static size_t native_frames(uintptr_t *native, size_t max, int inner_only)
+{
+	int got;
+
+	if (inner_only) {
+		got = unw_backtrace((void **)native,
+				    (int)(max < FRAMES_INNER_MAX ? max : FRAMES_INNER_MAX));
+		for (int i = 0; i < got; i++)
+			if (in_eval_loop(native[i]))
+				return (size_t)i + 1;
+	}
+	got = unw_backtrace((void **)native,
+			    (int)(max < FRAMES_NATIVE_MAX ? max : FRAMES_NATIVE_MAX));
+	return got > 0 ? (size_t)got : 0;
+}
 
 size_t frames_capture(uintptr_t *buf, size_t max)
 {
 	uintptr_t native[FRAMES_NATIVE_MAX];
 	PyThreadState *ts = cpython.thread_state_unchecked_get();
 	_PyInterpreterFrame *f = ts && ts->cframe ? ts->cframe->current_frame : NULL;
-	int got = unw_backtrace((void **)native,
-				(int)(max < FRAMES_NATIVE_MAX ? max : FRAMES_NATIVE_MAX));
-	size_t n_native = got > 0 ? (size_t)got : 0, n = 0;
+	int inner_only =
+	    f && cpython.eval_end && !(memprof_probe_python_options & MEMPROF_PROBE_PY_NATIVE);
+	size_t n_native = native_frames(native, max, inner_only), n = 0;
 
 	pthread_mutex_lock(&frames_lock);
 	/* Each return address into the interpreter loop stands for that call's Python frames. */
