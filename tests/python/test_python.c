@@ -331,7 +331,9 @@ Test(python, reallocated_blocks_die, .init = setup, .fini = teardown, .timeout =
 	snprintf(path, sizeof(path), "%s/live.folded", views);
 	double live = weight_with(path, "grow_lists (");
 	/* At least 1,000 samples of 8 / rate bytes each. */
-	cr_assert_gt(alloc, 1000 / RATE_PER_BYTE, "too few samples: %.0f bytes", alloc);
+	snprintf(path, sizeof(path), "%s/alloc.folded", views);
+	cr_assert_gt(alloc, 1000 / RATE_PER_BYTE, "too few samples: %.0f bytes: %.1500s; %s", alloc,
+		     read_file(path), read_file(lerr));
 	cr_expect_lt(live, alloc / 20, "reallocated blocks do not die: %.0f live of %.0f", live,
 		     alloc);
 	fprintf(stderr, "python: grow_lists %.0f bytes allocated, %.0f live\n", alloc, live);
