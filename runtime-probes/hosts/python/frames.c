@@ -274,9 +274,13 @@ static int in_eval_loop(uintptr_t ra)
 
 /* Native frames read at most (the stack's own array, on this thread's stack). */
 #define FRAMES_NATIVE_MAX 256
-/* Without native frames asked for: frames unwound first, enough to reach the
- * interpreter loop from an allocation (the profiler's own frames included). */
-#define FRAMES_INNER_MAX 32
+/*
+ * Without native frames asked for: frames unwound first, enough to reach the
+ * interpreter loop from most allocations (the profiler's own six frames
+ * included); unw_backtrace unwinds as far as it is allowed, so this bounds
+ * the work.  A deeper C stack below the loop is unwound again, whole.
+ */
+#define FRAMES_INNER_MAX 16
 
 /* Written by a tracer (memprof_probe_abi.h); until then every native frame. */
 PYHOST_EXPORT volatile uint32_t memprof_probe_python_options = MEMPROF_PROBE_PY_NATIVE;
