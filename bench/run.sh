@@ -30,12 +30,13 @@ INPUTS="workload-seed workload-seed-nohook workload-sites memprof-bpf libmemprof
 	libmemprof.a bench/mallocmix bench/mallocpair bench/probeloop bench/gcscale bench/preload-sample-cost
 	tests/ocaml/progs/sites bench/ocaml-sites-plain tests/ocaml5/progs/sites bench/ocaml5-sites-domains
 	tests/ocaml5/progs/sites-plain libmemprof-ocaml4-attach.so libmemprof-ocaml5-attach.so
-	tests/inject/progs/hammer tests/inject/progs/stale_words tests/preload/progs/stacks"
+	tests/inject/progs/hammer tests/inject/progs/stale_words tests/preload/progs/stacks
+	libmemprof-python.so"
 # shellcheck disable=SC2086
 ./bench/lib/snapshot.sh build "$WORK/inputs" $INPUTS
 export BUILD=$WORK/inputs
 
-tables=${BENCH_TABLES:-1 2 3 4 5 6 7 8 9}
+tables=${BENCH_TABLES:-1 2 3 4 5 6 7 8 9 10}
 cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 {
 	echo "# memprof-bpf benchmarks"

@@ -188,6 +188,16 @@
 #define MEMPROF_PROBE_PY_TABLE_NAME "memprof-python-frames"
 #define MEMPROF_PROBE_PY_RECORD_HEADER 12u
 /*
+ * The Python host also exports this u32, written by a tracer before it
+ * attaches: MEMPROF_PROBE_PY_NATIVE set, a stack holds every native frame
+ * (interleaved with the Python frames); clear, only the native frames below
+ * the innermost Python frame, then the Python frames (what a tracer without
+ * --native shows), so the host unwinds only that far.  Set until a tracer
+ * writes it.  With two tracers attached at once, the last one's holds.
+ */
+#define MEMPROF_PROBE_PY_OPTIONS_SYMBOL "memprof_probe_python_options"
+#define MEMPROF_PROBE_PY_NATIVE 1u
+/*
  * The OCaml host also exports this NUL-terminated string: the directory of
  * the standard library it was built against (the sources of stdlib frames
  * live there, when installed), "" if unknown.

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "output/profile.h"
 #include "trace/control.h"
 #include "trace/environ_check.h"
 #include "session_internal.h"
@@ -117,6 +118,11 @@ static int request_rate(const struct attach_opts *o, struct traced *p)
 		return attach_fail(p, EXIT_TARGET,
 				   "cannot write the requested rate into process %d: %s", (int)pid,
 				   strerror(-rc));
+	/* The Python host unwinds only as far as the stacks shown need (not written: all). */
+	if (t->py_options)
+		(void)control_write_py_options(
+		    pid, t->py_options,
+		    o->names & PROFILE_NAME_NATIVE ? MEMPROF_PROBE_PY_NATIVE : 0);
 	return EXIT_OK;
 }
 

@@ -180,6 +180,10 @@ static enum elf_image_status read_symtab(struct reader *r, struct elf_image *img
 			img->control_size = sym.st_size;
 			continue;
 		}
+		if (type == STT_OBJECT && !strcmp(name, MEMPROF_PROBE_PY_OPTIONS_SYMBOL)) {
+			img->py_options = sym.st_value;
+			continue;
+		}
 		if (type == STT_OBJECT && !strcmp(name, MEMPROF_PROBE_OCAML_STDLIB_SYMBOL)) {
 			if (!img->ocaml_stdlib && read_string(r, &sym, &img->ocaml_stdlib))
 				return fail(r, "out of memory");

@@ -40,6 +40,7 @@ struct elf_image {
 	uint64_t sample_semaphore; /* vaddr of memprof:sample's semaphore, 0 if none */
 	int has_interp;		   /* has a PT_INTERP (a dynamically linked program) */
 	char *ocaml_stdlib;	   /* MEMPROF_PROBE_OCAML_STDLIB_SYMBOL's string, or NULL */
+	uint64_t py_options;	   /* vaddr of MEMPROF_PROBE_PY_OPTIONS_SYMBOL, 0 if none */
 };
 
 enum elf_image_status {

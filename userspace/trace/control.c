@@ -41,3 +41,8 @@ int control_write_rate(pid_t pid, uint64_t addr, double rate)
 	return write_remote(pid, addr + offsetof(struct memprof_probe_control, requested_rate),
 			    &rate, sizeof(rate));
 }
+
+int control_write_py_options(pid_t pid, uint64_t addr, uint32_t options)
+{
+	return write_remote(pid, addr, &options, sizeof(options));
+}

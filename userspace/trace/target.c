@@ -121,6 +121,8 @@ enum target_status target_scan(pid_t pid, struct symbolizer *sym, struct target 
 		if (img->control_addr && !t->control_addr)
 			t->control_addr =
 			    img->control_addr + elf_image_bias(img, r->start, r->offset);
+		if (img->py_options && !t->py_options)
+			t->py_options = img->py_options + elf_image_bias(img, r->start, r->offset);
 	}
 	if (!t->n_files) {
 		no_probes_reason(pid, sym, err, errlen);

@@ -23,6 +23,7 @@ struct target {
 	size_t n_files;
 	uint64_t control_addr; /* runtime address, 0 if none was found */
 	int ocaml_host;	       /* a probe file is the OCaml host (its stdlib symbol) */
+	uint64_t py_options;   /* runtime address of the Python host's options, 0 if none */
 };
 
 enum target_status {

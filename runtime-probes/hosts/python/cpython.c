@@ -68,6 +68,9 @@ int cpython_resolve(char *why, size_t len)
 	cpython.code_addr2line = (int (*)(void *, int))lookup("PyCode_Addr2Line", &missing);
 	cpython.is_finalizing = (int (*)(void))lookup("_Py_IsFinalizing", &missing);
 	void *eval = lookup("_PyEval_EvalFrameDefault", &missing);
+	/* Optional: without it the hooks wrap free too (hooks.c). */
+	cpython.current_allocator_name =
+	    (const char *(*)(void))dlsym(RTLD_DEFAULT, "_PyMem_GetCurrentAllocatorName");
 	if (missing) {
 		snprintf(why, len, "no %s in the process: not a CPython 3.11 interpreter", missing);
 		return -1;

@@ -6,7 +6,10 @@
  * (memprof_probe_abi.h, MEMPROF_PROBE_PY_FRAME_V1) naming a record of the
  * frame table.  So C code called from Python (list growth, a C extension)
  * and Python called back from C are interleaved as they ran; the loader
- * shows the native frames between Python ones only with --native.
+ * shows the native frames between Python ones only with --native.  A tracer
+ * without --native says so (memprof_probe_python_options): the unwind then
+ * stops at the innermost call of the interpreter loop, and the stack is the
+ * native frames below it, then every Python frame.
  *
  * CPython 3.11 layouts, from its own internal headers (Py_BUILD_CORE):
  * the thread state's cframe->current_frame is the innermost
@@ -22,10 +25,12 @@
  * shared mapping of a memfd, written once per (code object, line) and never
  * changed, so that the loader reads them from the file it holds open, after
  * the code object or the process is gone.  An index in private memory maps
- * (code, line) to its record; a code object's address may be reused by
- * another after it dies, so an index hit also compares the name and file
- * objects.  When the table or the index is full, a frame is left out of the
- * stack rather than named wrongly.
+ * (code, line) to its record, and (code, instruction) to the record of its
+ * line, so that a frame seen before costs one look-up, not a walk of the
+ * line table; a code object's address may be reused by another after it
+ * dies, so an index hit also compares the name, file and line table
+ * objects.  When the table or the index is full, a frame is left out of
+ * the stack rather than named wrongly.
  */
 #define Py_BUILD_CORE 1
 #include <Python.h>
@@ -51,9 +56,18 @@
 /* Longest name or file kept, in bytes (cut on a character boundary). */
 #define FRAMES_NAME_MAX 1024
 
+/*
+ * An index slot maps (code, line) to its record, or (code, instruction
+ * offset | FRAMES_KEY_INSTR) to the record of that instruction's line: the
+ * walk finds a frame's record from its instruction without computing the
+ * line (PyCode_Addr2Line reads the line table from its start: thousands of
+ * instructions in a long function).  name, file and lines identify the code
+ * object beyond its address, which a new one may reuse after it dies.
+ */
+#define FRAMES_KEY_INSTR 0x80000000u
 struct index_slot {
-	const void *code, *name, *file;
-	uint32_t line;
+	const void *code, *name, *file, *lines;
+	uint32_t key; /* line, or instruction byte offset | FRAMES_KEY_INSTR */
 	uint32_t used;
 	uintptr_t record; /* user address of the record */
 };
@@ -158,46 +172,68 @@ static uintptr_t record_write(PyCodeObject *code, int line)
 	return (uintptr_t)r;
 }
 
-/* The record of (code, line), written if new; 0 if there is no room. */
-static uintptr_t record_of(PyCodeObject *code, int line)
+/* The slot of (code, key): its own, or the empty one where it goes; NULL when full.  Locked. */
+static struct index_slot *slot_of(PyCodeObject *code, uint32_t key)
 {
-	uint64_t h =
-	    ((uint64_t)(uintptr_t)code ^ ((uint64_t)(uint32_t)line << 40)) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = ((uint64_t)(uintptr_t)code ^ ((uint64_t)key << 32)) * 0x9e3779b97f4a7c15ull;
 	size_t i = (size_t)(h >> 32) & (FRAMES_INDEX_SLOTS - 1);
-	uintptr_t rec = 0;
 
-	pthread_mutex_lock(&frames_lock);
 	for (;; i = (i + 1) & (FRAMES_INDEX_SLOTS - 1)) {
 		struct index_slot *s = &index_slots[i];
 
-		if (!s->used) {
-			if (index_count >= FRAMES_INDEX_SLOTS / 4 * 3)
-				break;
-			rec = record_write(code, line);
-			if (rec) {
-				*s = (struct index_slot){
-				    code, code->co_qualname, code->co_filename, (uint32_t)line, 1,
-				    rec};
-				index_count++;
-			}
-			break;
-		}
-		if (s->code == code && s->line == (uint32_t)line) {
-			if (s->name == code->co_qualname && s->file == code->co_filename) {
-				rec = s->record;
-				break;
-			}
-			/* Another code object at a dead one's address: it takes the slot. */
-			rec = record_write(code, line);
-			if (rec) {
-				s->name = code->co_qualname;
-				s->file = code->co_filename;
-				s->record = rec;
-			}
-			break;
-		}
+		if (!s->used)
+			return index_count >= FRAMES_INDEX_SLOTS / 4 * 3 ? NULL : s;
+		if (s->code == code && s->key == key)
+			return s;
 	}
-	pthread_mutex_unlock(&frames_lock);
+}
+
+static int slot_names(const struct index_slot *s, const PyCodeObject *code)
+{
+	return s->name == code->co_qualname && s->file == code->co_filename &&
+	       s->lines == code->co_linetable;
+}
+
+/* Point slot s (its own or empty) at record rec for (code, key).  Locked. */
+static void slot_set(struct index_slot *s, PyCodeObject *code, uint32_t key, uintptr_t rec)
+{
+	if (!s->used)
+		index_count++;
+	*s = (struct index_slot){
+	    code, code->co_qualname, code->co_filename, code->co_linetable, key, 1, rec};
+}
+
+/* The record of (code, line), written if new; 0 if there is no room.  Locked. */
+static uintptr_t record_of(PyCodeObject *code, int line)
+{
+	uint32_t key = (uint32_t)(line > 0 ? line : 0) & ~FRAMES_KEY_INSTR;
+	struct index_slot *s = slot_of(code, key);
+	uintptr_t rec;
+
+	if (!s)
+		return 0;
+	if (s->used && slot_names(s, code))
+		return s->record;
+	/* New, or another code object at a dead one's address: it takes the slot. */
+	rec = record_write(code, line);
+	if (rec)
+		slot_set(s, code, key, rec);
+	return rec;
+}
+
+/* The record of the line of the instruction at byte offset `at` of code.  Locked. */
+static uintptr_t record_at(PyCodeObject *code, int at)
+{
+	uint32_t key = ((uint32_t)at & ~FRAMES_KEY_INSTR) | FRAMES_KEY_INSTR;
+	struct index_slot *s = slot_of(code, key);
+
+	if (s && s->used && slot_names(s, code))
+		return s->record;
+	uintptr_t rec = record_of(code, cpython.code_addr2line(code, at));
+	/* record_of may have filled the slot found above: look again. */
+	s = rec ? slot_of(code, key) : NULL;
+	if (s)
+		slot_set(s, code, key, rec);
 	return rec;
 }
 
@@ -205,9 +241,10 @@ static uintptr_t record_of(PyCodeObject *code, int line)
  * The Python frames of one call of the interpreter loop, from *fp outwards,
  * into buf (at most max): up to and including the frame that call entered
  * with (is_entry; Python-to-Python calls run in the same C call).  *fp
- * becomes the next call's innermost frame.
+ * becomes the next call's innermost frame.  The index lock is held.
  */
-static size_t python_frames(_PyInterpreterFrame **fp, uintptr_t *buf, size_t max)
+static __attribute__((noinline)) size_t python_frames(_PyInterpreterFrame **fp, uintptr_t *buf,
+						      size_t max)
 {
 	size_t n = 0;
 
@@ -217,8 +254,7 @@ static size_t python_frames(_PyInterpreterFrame **fp, uintptr_t *buf, size_t max
 
 		if (code && !_PyFrame_IsIncomplete(f)) {
 			int lasti = _PyInterpreterFrame_LASTI(f);
-			int line = cpython.code_addr2line(code, lasti * (int)sizeof(_Py_CODEUNIT));
-			uintptr_t rec = record_of(code, line);
+			uintptr_t rec = record_at(code, lasti * (int)sizeof(_Py_CODEUNIT));
 			if (rec)
 				buf[n++] =
 				    MEMPROF_PROBE_STACK_OCAML_DBG(MEMPROF_PROBE_PY_FRAME_V1, rec);
@@ -238,16 +274,49 @@ static int in_eval_loop(uintptr_t ra)
 
 /* Native frames read at most (the stack's own array, on this thread's stack). */
 #define FRAMES_NATIVE_MAX 256
+/*
+ * Without native frames asked for: frames unwound first, enough to reach the
+ * interpreter loop from most allocations (the profiler's own six frames
+ * included); unw_backtrace unwinds as far as it is allowed, so this bounds
+ * the work.  A deeper C stack below the loop is unwound again, whole.
+ */
+#define FRAMES_INNER_MAX 16
+
+/* Written by a tracer (memprof_probe_abi.h); until then every native frame. */
+PYHOST_EXPORT volatile uint32_t memprof_probe_python_options = MEMPROF_PROBE_PY_NATIVE;
+
+/*
+ * The native frames into native (at most max): all of them, or, when the
+ * tracer shows only those below the innermost Python frame, the unwind
+ * stops at the first return address into the interpreter loop (kept: it
+ * stands for the Python frames), which is cheaper on a deep stack.
+ */
+static size_t native_frames(uintptr_t *native, size_t max, int inner_only)
+{
+	int got;
+
+	if (inner_only) {
+		got = unw_backtrace((void **)native,
+				    (int)(max < FRAMES_INNER_MAX ? max : FRAMES_INNER_MAX));
+		for (int i = 0; i < got; i++)
+			if (in_eval_loop(native[i]))
+				return (size_t)i + 1;
+	}
+	got = unw_backtrace((void **)native,
+			    (int)(max < FRAMES_NATIVE_MAX ? max : FRAMES_NATIVE_MAX));
+	return got > 0 ? (size_t)got : 0;
+}
 
 size_t frames_capture(uintptr_t *buf, size_t max)
 {
 	uintptr_t native[FRAMES_NATIVE_MAX];
 	PyThreadState *ts = cpython.thread_state_unchecked_get();
 	_PyInterpreterFrame *f = ts && ts->cframe ? ts->cframe->current_frame : NULL;
-	int got = unw_backtrace((void **)native,
-				(int)(max < FRAMES_NATIVE_MAX ? max : FRAMES_NATIVE_MAX));
-	size_t n_native = got > 0 ? (size_t)got : 0, n = 0;
+	int inner_only =
+	    f && cpython.eval_end && !(memprof_probe_python_options & MEMPROF_PROBE_PY_NATIVE);
+	size_t n_native = native_frames(native, max, inner_only), n = 0;
 
+	pthread_mutex_lock(&frames_lock);
 	/* Each return address into the interpreter loop stands for that call's Python frames. */
 	for (size_t i = 0; i < n_native && n < max; i++) {
 		if (cpython.eval_end && f && in_eval_loop(native[i]))
@@ -258,6 +327,7 @@ size_t frames_capture(uintptr_t *buf, size_t max)
 	/* Frames of loops the unwinder did not reach: outermost of all. */
 	while (f && n < max)
 		n += python_frames(&f, buf + n, max - n);
+	pthread_mutex_unlock(&frames_lock);
 	return n;
 }
 

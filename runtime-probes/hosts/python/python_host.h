@@ -59,6 +59,9 @@ struct cpython_api {
 	void *(*thread_state_unchecked_get)(void);
 	int (*code_addr2line)(void *code, int byte_offset);
 	int (*is_finalizing)(void);
+	/* _PyMem_GetCurrentAllocatorName, or NULL (optional): "pymalloc" while
+	 * the three domains are CPython's defaults. */
+	const char *(*current_allocator_name)(void);
 	/* [start, end) of _PyEval_EvalFrameDefault: where native frames stop. */
 	uintptr_t eval_start, eval_end;
 };

@@ -11,6 +11,7 @@ Usage: three_funcs.py run STOPFILE      rounds until STOPFILE exists
        three_funcs.py fork STOPFILE     rounds, forking a child every 20 rounds
        three_funcs.py child GOFILE STOPFILE  rounds until GOFILE, then a child
                                               runs rounds until STOPFILE
+       three_funcs.py grow STOPFILE     grow_lists until STOPFILE
        three_funcs.py truth ROUNDS       per-function bytes under tracemalloc
 """
 import os
@@ -159,6 +160,22 @@ def child(gofile, stopfile):
     print("child status", status, flush=True)
 
 
+def grow_lists():
+    """Lists grown by append: their storage is reallocated (PyMem_Realloc, 32 to
+    512 bytes, sizes pymalloc serves); every list dies here."""
+    for _ in INDEX[:N_RECORDS]:
+        items = []
+        for j in range(60):
+            items.append(j)
+
+
+def grow(stopfile):
+    print("ready", os.getpid(), flush=True)
+    while not os.path.exists(stopfile):
+        grow_lists()
+    print("done", flush=True)
+
+
 def truth(rounds):
     import tracemalloc
 
@@ -182,6 +199,8 @@ if __name__ == "__main__":
         threads(sys.argv[2])
     elif sys.argv[1] == "fork":
         fork(sys.argv[2])
+    elif sys.argv[1] == "grow":
+        grow(sys.argv[2])
     elif sys.argv[1] == "child":
         child(sys.argv[2], sys.argv[3])
     else:
