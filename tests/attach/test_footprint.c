@@ -109,8 +109,8 @@ static double block_slots_mib(const char *dir, pid_t pid, const char *rate)
 
 	snprintf(err, sizeof(err), "%s/loader.err", dir);
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
-	const char *args[] = {"attach", pidbuf, "-d", "0.1", "--rate", rate, "-v", "-o", "/dev/null",
-			      NULL};
+	const char *args[] = {"attach", pidbuf, "-d", "0.1",	   "--rate",
+			      rate,	"-v",	"-o", "/dev/null", NULL};
 	cr_assert_eq(loader_run(err, args), 0, "the loader failed: %s", read_file(err));
 	log = read_file(err);
 	mib = map_mib(log, "block_slots");
