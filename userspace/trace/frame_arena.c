@@ -12,12 +12,14 @@
 #include "memprof_maps.h"
 
 #define CHUNK_BYTES sizeof(struct memprof_frame_chunk)
+/* The kernel's own "not supported" (an errno user space has no name for). */
+#define KERNEL_ENOTSUPP 524
 
 _Static_assert(sizeof(struct memprof_frame_chunk) % 4096 == 0,
 	       "a frame chunk is not whole pages: the chunks cannot be mapped side by side");
 
-/* Create chunk i, map it at its place in the range, then put it into the
- * array of maps (the invariant of frame_arena.h). */
+/* Create chunk i and map it at its place in the range (not yet in the
+ * array of maps): 0, or -errno. */
 static int chunk_create(struct frame_arena *a, uint32_t i)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
@@ -33,16 +35,59 @@ static int chunk_create(struct frame_arena *a, uint32_t i)
 		close(fd);
 		return rc;
 	}
-	if (bpf_map_update_elem(a->outer_fd, &i, &fd, BPF_ANY)) {
-		int rc = -errno;
-
-		/* Back to zeros: the range stays whole. */
-		mmap(at, CHUNK_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-		close(fd);
-		return rc;
-	}
 	a->fds[i] = fd;
 	return 0;
+}
+
+/* Chunk i back to zeros, its map closed (it never was in the array of maps). */
+static void chunk_drop(struct frame_arena *a, uint32_t i)
+{
+	void *at = (char *)a->frames + (size_t)i * CHUNK_BYTES;
+
+	mmap(at, CHUNK_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	close(a->fds[i]);
+	a->fds[i] = -1;
+}
+
+/*
+ * Create chunks [from, to), map them, then put them into the array of maps
+ * (the invariant of frame_arena.h): in one batch, since each update of an
+ * array of maps waits for a grace period of the kernel's (about 12 ms
+ * here), the batch once; one by one where the kernel has no batch update
+ * for it.  0, or -errno with none of them created.
+ */
+static int chunks_add(struct frame_arena *a, uint32_t from, uint32_t to)
+{
+	uint32_t n = to - from, done = n;
+	__u32 keys[64];
+	int fds[64], rc = 0;
+
+	if (!n)
+		return 0;
+	if (n > 64) {
+		rc = chunks_add(a, from, from + 64);
+		return rc ? rc : chunks_add(a, from + 64, to);
+	}
+	for (uint32_t i = from; i < to && !rc; i++)
+		rc = chunk_create(a, i);
+	for (uint32_t i = from; i < to; i++) {
+		keys[i - from] = i;
+		fds[i - from] = a->fds[i];
+	}
+	if (!rc && bpf_map_update_batch(a->outer_fd, keys, fds, &done, NULL)) {
+		rc = -errno;
+		for (uint32_t i = from + done;
+		     i < to && (rc == -EINVAL || rc == -KERNEL_ENOTSUPP || rc == -EOPNOTSUPP); i++)
+			rc = bpf_map_update_elem(a->outer_fd, &i, &a->fds[i], BPF_ANY) ? -errno : 0;
+		if (!rc)
+			done = n;
+	}
+	/* What is not in the array of maps goes; what is stays (the kernel side
+	 * may have stored frames into it). */
+	for (uint32_t i = from + (rc ? done : n); i < to; i++)
+		if (a->fds[i] >= 0)
+			chunk_drop(a, i);
+	return rc;
 }
 
 int frame_arena_open(struct frame_arena *a, int outer_fd, uint32_t main_chunks,
@@ -73,8 +118,7 @@ int frame_arena_open(struct frame_arena *a, int outer_fd, uint32_t main_chunks,
 		return rc;
 	}
 	a->frames = range;
-	for (uint32_t i = main_chunks; i < all && !rc; i++)
-		rc = chunk_create(a, i);
+	rc = chunks_add(a, main_chunks, all);
 	if (!rc)
 		rc = frame_arena_grow(a, 0);
 	if (rc)
@@ -90,12 +134,12 @@ int frame_arena_grow(struct frame_arena *a, uint32_t used)
 		want = MEMPROF_FRAME_CHUNKS_FIRST;
 	if (want > a->main_chunks)
 		want = a->main_chunks;
-	while (a->created_main < want) {
-		int rc = chunk_create(a, a->created_main);
+	if (a->created_main < want) {
+		int rc = chunks_add(a, a->created_main, (uint32_t)want);
 
 		if (rc)
 			return rc;
-		a->created_main++;
+		a->created_main = (uint32_t)want;
 	}
 	return 0;
 }
