@@ -136,17 +136,25 @@ with ENOSPC. The record's work is now a global BPF function, verified once on it
 instructions, 12–20 ms (`tests/attach/test_verifier.c` keeps every program within 10
 instructions processed per instruction).
 
-**What is left.** Kernel memory at default settings starts at 54 MiB whatever the target: the
-block map (`block_slots` 16 MiB for 262,144 home slots, `blocks_overflow`'s buckets 4 MiB), the
-frame arena 16.8 MiB, `stack_aggs` 6.4 MiB, `untracked` 5 MiB (an LRU hash, preallocated), the
-two hashes' buckets 4 MiB; the 32 MiB target needs these sized from the target or grown (BPF
-arrays cannot grow; arena maps need a newer libbpf and clang than Debian 12's). The loader's
-RSS past its own 16 MiB is the symbolizer's and the output's (libdwfl and the debug files, the
-profile's frames and lines: about 34 MiB at 10,000 stacks, 175 MiB at 65,536). Stop to output:
-the symbolization of even one stack takes 100–150 ms of wall time (the DWARF of libc and of the
-host); the flush handshake and the last block map read add 10–30 ms. Start-up: the BPF load is
-110–160 ms (the kernel's BTF read by libbpf about 50 ms, 20–40 ms per program), the attach
-5–20 ms; on a loaded machine these stretch (the medians above move by 2x with the load)."""
+**Later: maps that grow, or are sized from the target.** The frame arena is an array of maps
+whose 256 KiB chunks the loader creates as the stacks use them (16 at the start, 4 ahead of the
+last in use at each poll, put into the array in one batch: a single update waits for a kernel
+grace period), and the block map's home slots are sized from the target's resident memory at
+the rate (16,384 slots, 1 MiB, for a small target, instead of 262,144, 16 MiB), the rest of
+`--max-blocks` in the overflow hash allocated on use: 26.7 MiB of maps at the start, 33.5 MiB
+at 10,000 stacks (53.9 and 60.7 before).
+
+**What is left.** The 32 MiB target (maps plus the loader's RSS at 10,000 stacks) is missed:
+33.5 + 52.7 MiB. Preallocated whatever the target: `stack_aggs` 6.4 MiB and `stacks` 1.6 MiB
+(arrays of the whole table, mmapped, read in place at every poll), `untracked` 5 MiB (an LRU
+hash, which the kernel preallocates), the buckets of `stack_ids`, `lifetimes` and
+`blocks_overflow` 8 MiB; per stack in use about 0.9 KiB (its frames, its hash entry and its
+lifetime histogram). The loader's RSS counts the mapped arrays again (the kernel maps every
+page of an mmapped array at once) and, past its own 16 MiB, the symbolizer's and the output's
+(libdwfl and the debug files, the profile's frames and lines: about 26 MiB at 10,000 stacks).
+Stop to output: the symbolization of even one stack takes 100–150 ms of wall time on a cold
+cache (the DWARF of libc and of the host); the flush handshake and the last block map read add
+10–30 ms."""
 
 mib = lambda x: f"{x:.1f}"
 sec = lambda x: f"{x:.2f}"
