@@ -49,44 +49,62 @@ static void chunk_drop(struct frame_arena *a, uint32_t i)
 	a->fds[i] = -1;
 }
 
+/* Whether err says the kernel has no batch update for an array of maps. */
+static int batch_unsupported(int err)
+{
+	return err == -EINVAL || err == -KERNEL_ENOTSUPP || err == -EOPNOTSUPP;
+}
+
 /*
  * Create chunks [from, to), map them, then put them into the array of maps
  * (the invariant of frame_arena.h): in one batch, since each update of an
  * array of maps waits for a grace period of the kernel's (about 12 ms
  * here), the batch once; one by one where the kernel has no batch update
- * for it.  0, or -errno with none of them created.
+ * for it.  0, or -errno.  *added: how many of them, from `from` on, are in
+ * the array of maps (they stay: the kernel side may store frames into
+ * them); the others are dropped.
  */
-static int chunks_add(struct frame_arena *a, uint32_t from, uint32_t to)
+static int chunks_add(struct frame_arena *a, uint32_t from, uint32_t to, uint32_t *added)
 {
-	uint32_t n = to - from, done = n;
+	uint32_t n = to - from, done = 0;
 	__u32 keys[64];
 	int fds[64], rc = 0;
 
-	if (!n)
-		return 0;
+	*added = 0;
 	if (n > 64) {
-		rc = chunks_add(a, from, from + 64);
-		return rc ? rc : chunks_add(a, from + 64, to);
+		uint32_t more = 0;
+
+		rc = chunks_add(a, from, from + 64, added);
+		if (!rc)
+			rc = chunks_add(a, from + 64, to, &more);
+		*added += more;
+		return rc;
 	}
 	for (uint32_t i = from; i < to && !rc; i++)
 		rc = chunk_create(a, i);
-	for (uint32_t i = from; i < to; i++) {
-		keys[i - from] = i;
-		fds[i - from] = a->fds[i];
+	if (!rc) {
+		for (uint32_t i = from; i < to; i++) {
+			keys[i - from] = i;
+			fds[i - from] = a->fds[i];
+		}
+		done = n;
+		if (n && bpf_map_update_batch(a->outer_fd, keys, fds, &done, NULL)) {
+			rc = -errno;
+			if (done > n)
+				done = 0;
+		}
+		for (; batch_unsupported(rc) && done < n; done++)
+			if (bpf_map_update_elem(a->outer_fd, &keys[done], &fds[done], BPF_ANY))
+				break;
+		if (done == n)
+			rc = 0;
+		else if (batch_unsupported(rc))
+			rc = -errno;
 	}
-	if (!rc && bpf_map_update_batch(a->outer_fd, keys, fds, &done, NULL)) {
-		rc = -errno;
-		for (uint32_t i = from + done;
-		     i < to && (rc == -EINVAL || rc == -KERNEL_ENOTSUPP || rc == -EOPNOTSUPP); i++)
-			rc = bpf_map_update_elem(a->outer_fd, &i, &a->fds[i], BPF_ANY) ? -errno : 0;
-		if (!rc)
-			done = n;
-	}
-	/* What is not in the array of maps goes; what is stays (the kernel side
-	 * may have stored frames into it). */
-	for (uint32_t i = from + (rc ? done : n); i < to; i++)
+	for (uint32_t i = from + done; i < to; i++)
 		if (a->fds[i] >= 0)
 			chunk_drop(a, i);
+	*added = done;
 	return rc;
 }
 
@@ -94,6 +112,7 @@ int frame_arena_open(struct frame_arena *a, int outer_fd, uint32_t main_chunks,
 		     uint32_t inner_chunks)
 {
 	uint32_t all = main_chunks + inner_chunks;
+	uint32_t added;
 	void *range;
 	int rc = 0;
 
@@ -118,7 +137,7 @@ int frame_arena_open(struct frame_arena *a, int outer_fd, uint32_t main_chunks,
 		return rc;
 	}
 	a->frames = range;
-	rc = chunks_add(a, main_chunks, all);
+	rc = chunks_add(a, main_chunks, all, &added);
 	if (!rc)
 		rc = frame_arena_grow(a, 0);
 	if (rc)
@@ -135,11 +154,12 @@ int frame_arena_grow(struct frame_arena *a, uint32_t used)
 	if (want > a->main_chunks)
 		want = a->main_chunks;
 	if (a->created_main < want) {
-		int rc = chunks_add(a, a->created_main, (uint32_t)want);
+		uint32_t added;
+		int rc = chunks_add(a, a->created_main, (uint32_t)want, &added);
 
-		if (rc)
-			return rc;
-		a->created_main = (uint32_t)want;
+		/* Those in the array of maps count, whatever failed after them. */
+		a->created_main += added;
+		return rc;
 	}
 	return 0;
 }
