@@ -202,9 +202,14 @@ static void probe_forget_locked(void)
 	entries_compact();
 }
 
+int memprof_tracer_attached(void)
+{
+	return SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed();
+}
+
 int probe_poll(void)
 {
-	int up = SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed();
+	int up = memprof_tracer_attached();
 
 	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
 		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs,

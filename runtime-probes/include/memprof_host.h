@@ -197,6 +197,14 @@ void memprof_thread_exit(void);
 /* Is sampling on for the calling thread (on, and not inside a callback)? */
 int memprof_sampling_here(void);
 
+/*
+ * Is a tracer attached: the sample semaphore raised and the probe sites
+ * armed?  In the child of a fork made while traced the copied semaphore
+ * may still read raised, but the sites are disarmed (memprof_probe_site.h):
+ * no tracer listens there, and this says 0.
+ */
+int memprof_tracer_attached(void);
+
 #ifdef __cplusplus
 }
 #endif

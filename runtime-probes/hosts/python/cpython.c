@@ -133,7 +133,8 @@ static void *watcher_main(void *arg)
 	nanosleep(&period, NULL);
 	atomic_store(&watcher_alive, 1);
 	while (!atomic_load_explicit(&preload_exiting, memory_order_relaxed)) {
-		int traced = SEMAPHORE_UP(memprof_sample_semaphore);
+		/* Not in the child of a fork made while traced: no tracer listens there. */
+		int traced = memprof_tracer_attached();
 
 		if (traced != hooks_installed() && hooks_switch(traced) != 0)
 			break; /* finalizing, or someone wraps ours: they stay as they are */

@@ -26,4 +26,5 @@ while not os.path.exists(sys.argv[1]):
     for _ in range(100):
         via_ctypes()
     calls += 100
+    print("round", calls, flush=True)
 print("done", calls, flush=True)

@@ -9,8 +9,13 @@ requested: the ground truth of each function's share of allocated bytes.
 Usage: three_funcs.py run STOPFILE      rounds until STOPFILE exists
        three_funcs.py threads STOPFILE  one thread per function, until STOPFILE
        three_funcs.py fork STOPFILE     rounds, forking a child every 20 rounds
+                                        (which waits until its hooks are gone)
        three_funcs.py child GOFILE STOPFILE  rounds until GOFILE, then a child
                                               runs rounds until STOPFILE
+
+Each mode prints "ready PID", then a line "round ..." for each unit of work
+done (every 20 rounds; each call of grow_lists; in threads, once every
+thread has done one more call), so a test can wait for work done.
        three_funcs.py grow STOPFILE     grow_lists until STOPFILE
        three_funcs.py truth ROUNDS       per-function bytes under tracemalloc
 """
@@ -110,7 +115,9 @@ def loop_strings(stopfile, counts):
 
 
 def threads(stopfile):
+    """Prints "round N" each time every thread has done N more calls."""
     import threading
+    import time
 
     counts = [0, 0, 0]
     loops = (loop_records, loop_buffers, loop_strings)
@@ -118,29 +125,52 @@ def threads(stopfile):
     for w in workers:
         w.start()
     print("ready", os.getpid(), flush=True)
+    done = 0
+    while any(w.is_alive() for w in workers):
+        if min(counts) > done:
+            done = min(counts)
+            print("round", done, flush=True)
+        time.sleep(0.01)
     for w in workers:
         w.join()
     print("done", *[c > 0 for c in counts], flush=True)
 
 
+def unhooked_child(own):
+    """In a child: 0 once the OBJ allocator is its own again (a child forked
+    while traced has no tracer, so the hooks go), 3 if they stay 30 s."""
+    import time
+
+    end = time.monotonic() + 30
+    while obj_malloc() != own:
+        if time.monotonic() > end:
+            return 3
+        time.sleep(0.005)
+    return 0
+
+
 def fork(stopfile):
-    """Every 20 rounds a child runs 3 rounds and exits 0; prints the children's outcome."""
+    """Every 20 rounds a child runs 3 rounds, waits for its own allocator and
+    exits 0; prints "round N hooked" for a child forked while hooked."""
+    own = obj_malloc()
     print("ready", os.getpid(), flush=True)
-    rounds = forks = failed = 0
+    rounds = forks = failed = hooked_forks = 0
     while not os.path.exists(stopfile):
         one_round(rounds)
         rounds += 1
         if rounds % 20 == 0:
+            hooked = obj_malloc() != own
             pid = os.fork()
             if pid == 0:
                 for r in range(3):
                     one_round(r)
-                os._exit(0)
+                os._exit(unhooked_child(own))
             _, status = os.waitpid(pid, 0)
             forks += 1
             failed += status != 0
-            print("round", rounds, flush=True)
-    print("done forks", forks, "failed", failed, flush=True)
+            hooked_forks += hooked
+            print("round", rounds, "hooked" if hooked else "", flush=True)
+    print("done forks", forks, "failed", failed, "hooked", hooked_forks, flush=True)
 
 
 def child(gofile, stopfile):
@@ -155,6 +185,8 @@ def child(gofile, stopfile):
         while not os.path.exists(stopfile):
             one_round(rounds)
             rounds += 1
+            if rounds % 20 == 0:
+                print("round", rounds, flush=True)
         os._exit(0)
     _, status = os.waitpid(pid, 0)
     print("child status", status, flush=True)
@@ -171,8 +203,11 @@ def grow_lists():
 
 def grow(stopfile):
     print("ready", os.getpid(), flush=True)
+    rounds = 0
     while not os.path.exists(stopfile):
         grow_lists()
+        rounds += 1
+        print("round", rounds, flush=True)
     print("done", flush=True)
 
 
