@@ -21,6 +21,7 @@
 #define SCRIPT PYTHON_PROGS_DIR "/three_funcs.py"
 #define CTYPES_SCRIPT PYTHON_PROGS_DIR "/ctypes_alloc.py"
 #define FAKE PYTHON_BUILD_DIR "/tests/python/progs/fake_cpython"
+#define EMBED PYTHON_BUILD_DIR "/tests/python/progs/embed_app"
 /* Per word: the host samples per byte at an eighth of it. */
 #define RATE "1e-4"
 #define RATE_PER_BYTE (1e-4 / 8)

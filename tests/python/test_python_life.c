@@ -19,6 +19,10 @@
  * child_forked_while_detached: a child forked after a detach has a watcher
  * of its own: attached, it is profiled (no second injection).
  *
+ * embedded_interpreter: a program that is not python3 and embeds CPython
+ * through libpython3.11.so gets the Python host, and its profile names the
+ * script's functions and lines.
+ *
  * unsupported_cpython_refused: a program exporting the CPython API with
  * Py_Version 3.12.1 is refused in one line naming the version, exit 2, and
  * nothing is loaded into it.
@@ -189,7 +193,8 @@ Test(python, child_forked_while_detached, .init = pyrun_setup, .fini = pyrun_tea
 	pyrun_start(&r, pargv, NULL);
 	/* The library goes in, and the tracer goes. */
 	pyrun_attach(&r, NULL);
-	pyrun_wait_text(r.lerr, "target sampling at rate");
+	cr_assert_eq(pyrun_wait_text(r.lerr, "target sampling at rate"), 0, "never sampling: %s",
+		     read_file(r.lerr));
 	pyrun_detach(&r);
 	int fd = open(go, O_WRONLY | O_CREAT, 0644);
 	close(fd);
@@ -214,6 +219,32 @@ Test(python, child_forked_while_detached, .init = pyrun_setup, .fini = pyrun_tea
 	char *f = read_file(folded);
 	cr_expect(f && strstr(f, ";keep_records ("), "the child was not profiled: %.2000s",
 		  f ? f : "");
+	free(f);
+}
+
+Test(python, embedded_interpreter, .init = pyrun_setup, .fini = pyrun_teardown, .timeout = 300)
+{
+	char folded[128], want[64];
+	struct pyrun r;
+
+	pyrun_path(folded, sizeof(folded), "alloc.folded");
+	pyrun_path(r.stop, sizeof(r.stop), "stop");
+	const char *pargv[] = {EMBED, SCRIPT, "run", r.stop, NULL};
+	pyrun_start(&r, pargv, NULL);
+	const char *largs[] = {"--rate", RATE, "--lines", "-o", folded, NULL};
+	pyrun_attach(&r, largs);
+	pyrun_wait_rounds(&r, 2);
+	pyrun_detach(&r);
+	pyrun_finish(&r);
+	char *log = read_file(r.lerr);
+	cr_expect_not_null(strstr(log, "libmemprof-python.so"), "not the Python host: %s", log);
+	free(log);
+	char *f = read_file(folded);
+	snprintf(want, sizeof(want), "/three_funcs.py:%d);",
+		 pyrun_script_line("bytes(RECORD_BYTES)"));
+	cr_expect(f && strstr(f, ";keep_records (/") && strstr(f, want),
+		  "keep_records or its line %s is not in the embedding program's profile: %.2000s",
+		  want, f ? f : "");
 	free(f);
 }
 

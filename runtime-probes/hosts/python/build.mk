@@ -31,9 +31,14 @@ $(PYHOST_SO): $(PYHOST_OBJS) $(BUILD)/libmemprof.a $(PYHOST_EXPORTS)
 # in tests/python/progs/, attached by the loader ----
 EXTRA_CFLAGS_tests/python/ := -Iuserspace -DPYTHON_BUILD_DIR='"$(BUILD)"' -DPYTHON_PROGS_DIR='"tests/python/progs"'
 TEST_NEEDS_python := $(PYHOST_SO) $(LOADER)
-PYHOST_TEST_PROGS := $(BUILD)/tests/python/progs/fake_cpython
+PYHOST_TEST_PROGS := $(BUILD)/tests/python/progs/fake_cpython $(BUILD)/tests/python/progs/embed_app
 TEST_NEEDS_python += $(PYHOST_TEST_PROGS)
 
 $(BUILD)/tests/python/progs/fake_cpython: tests/python/progs/fake_cpython.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -rdynamic -o $@ $<
+
+# Embeds CPython through Debian's libpython3.11.so (python3.11-dev).
+$(BUILD)/tests/python/progs/embed_app: tests/python/progs/embed_app.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) -O1 -I$(PYHOST_PY_INCLUDE) -o $@ $< -lpython3.11 -lm
