@@ -9,7 +9,8 @@
 #
 # BENCH_QUICK=1: a fast smoke run (3 rounds, smaller iteration counts);
 # its figures are marked as such and are not for quoting.
-# BENCH_TABLES="1 3": run only some tables.
+# BENCH_TABLES="1 3": run only some tables; latest.md keeps the others from
+# its previous version, each table stamped with its own date and commit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib/common.sh
@@ -78,5 +79,8 @@ for t in $tables; do
 	echo >>"$out"
 done
 
-cp "$out" bench/results/latest.md
+# Tables not run this time (BENCH_TABLES) keep their sections of the previous
+# latest.md; each section says when and on which commit it was measured.
+python3 bench/lib/splice_latest.py "$out" bench/results/latest.md "$WORK/latest-spliced.md" &&
+	cp "$WORK/latest-spliced.md" bench/results/latest.md
 cat bench/results/latest.md
