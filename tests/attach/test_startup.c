@@ -26,25 +26,11 @@
 #define STARTUP_RUNS 12
 #define STARTUP_RUNS_LONG 200
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_s(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-	nanosleep(&ts, NULL);
-}
-
 /* The loader's exit code; the test fails if it is still running at the bound. */
 static int wait_loader(pid_t l)
 {
-	for (double end = now_s() + TEST_EVENT_TIMEOUT_S; now_s() < end; sleep_s(0.005)) {
+	for (double end = test_now_s() + TEST_EVENT_TIMEOUT_S; test_now_s() < end;
+	     test_sleep_s(0.005)) {
 		int st;
 
 		if (waitpid(l, &st, WNOHANG) == l)
@@ -79,10 +65,10 @@ static double measure_startup(const char *dir)
 	snprintf(err, sizeof(err), "%s/measure.err", dir);
 	snprintf(pid, sizeof(pid), "%d", (int)t);
 	const char *args[] = {"attach", pid, "-d", "600", "-o", "/dev/null", NULL};
-	t0 = now_s();
+	t0 = test_now_s();
 	l = loader_start_ready(dir, err, args, &code);
 	cr_assert_gt(l, 0, "the loader did not attach (exit %d): %s", code, read_file(err));
-	t0 = now_s() - t0;
+	t0 = test_now_s() - t0;
 	kill(l, SIGINT);
 	cr_assert_eq(wait_exit(l), EXIT_OK);
 	kill(t, SIGKILL);
@@ -121,11 +107,11 @@ Test(startup, a_target_exiting_at_any_instant_of_the_attach, .timeout = 1800)
 				      "--ready-file", ready, NULL};
 		l = loader_start(err, args);
 		if (r % 2 == 0) {
-			sleep_s(u * startup * 1.2);
+			test_sleep_s(u * startup * 1.2);
 		} else {
 			cr_assert_eq(wait_file(ready, TEST_EVENT_TIMEOUT_S), 0, "run %d: no attach",
 				     r);
-			sleep_s(u * 0.2);
+			test_sleep_s(u * 0.2);
 		}
 		kill(t, SIGKILL);
 		wait_exit(t);

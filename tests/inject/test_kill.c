@@ -32,30 +32,10 @@
 /* ... or within this long after a thread of the target was seized. */
 #define KILL_AFTER_SEIZE_S 0.004
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_s(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-	nanosleep(&ts, NULL);
-}
-
-static double uniform(void)
-{
-	return (double)rand() / ((double)RAND_MAX + 1);
-}
-
 /* A wait status, or -1 if pid is still running after timeout_s. */
 static int wait_bounded(pid_t pid, double timeout_s)
 {
-	for (double end = now_s() + timeout_s; now_s() < end; sleep_s(0.002)) {
+	for (double end = test_now_s() + timeout_s; test_now_s() < end; test_sleep_s(0.002)) {
 		int status;
 
 		if (waitpid(pid, &status, WNOHANG) == pid)
@@ -90,15 +70,15 @@ static void trial(int sig, int r, unsigned seed)
 		_exit(127);
 	}
 	if (r % 2 == 0) {
-		sleep_s(uniform() * KILL_WINDOW_S);
+		test_sleep_s(test_uniform() * KILL_WINDOW_S);
 	} else {
-		double end = now_s() + TEST_EVENT_TIMEOUT_S;
+		double end = test_now_s() + TEST_EVENT_TIMEOUT_S;
 
 		/* (A loader that is done before a seize is seen is reaped here.) */
-		while (!inject_traced(s.prog) && now_s() < end &&
+		while (!inject_traced(s.prog) && test_now_s() < end &&
 		       !(reaped = waitpid(loader, &status, WNOHANG) == loader))
 			;
-		sleep_s(uniform() * KILL_AFTER_SEIZE_S);
+		test_sleep_s(test_uniform() * KILL_AFTER_SEIZE_S);
 	}
 	if (!reaped)
 		kill(loader, sig);

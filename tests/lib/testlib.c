@@ -187,3 +187,23 @@ pid_t test_spawn(const char *const argv[], const char *const env[], const char *
 	execv(argv[0], (char *const *)argv);
 	_exit(127);
 }
+
+double test_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void test_sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+	nanosleep(&ts, NULL);
+}
+
+double test_uniform(void)
+{
+	return (double)rand() / ((double)RAND_MAX + 1);
+}

@@ -55,6 +55,13 @@ int wait_loader_ready(pid_t loader, const char *path, double timeout_s, int *cod
  * gone).
  */
 int wait_in_syscall(pid_t tid, long nr, double timeout_s);
+/* CLOCK_MONOTONIC in seconds. */
+double test_now_s(void);
+/* Sleep s seconds: a pause between polls, or a draw of a random instant, never a wait for an event.
+ */
+void test_sleep_s(double s);
+/* A draw in [0, 1) from rand() (seeded by the test, its seed printed). */
+double test_uniform(void);
 /* Wait until path exists and is not empty: 0, or -1 after timeout_s. */
 int wait_nonempty_file(const char *path, double timeout_s);
 

@@ -102,14 +102,6 @@ Test(ocaml_attach_unmodified, sites_shares_and_views, .timeout = 90)
 		     view_sum(dir, "promoted", POINT));
 }
 
-/* A pause to see that nothing changes. */
-static void sleep_s(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-	nanosleep(&ts, NULL);
-}
-
 /* Sampling is off after a detach: no rate, no owner, the counter stands still. */
 static void expect_stopped(pid_t pid)
 {
@@ -119,7 +111,7 @@ static void expect_stopped(pid_t pid)
 	cr_assert_eq(target_control(pid, &a), 0, "cannot read the control block");
 	cr_expect_eq(a.active_rate, 0, "still sampling at %g", a.active_rate);
 	cr_expect_gt(a.samples, 0, "nothing was ever sampled");
-	sleep_s(0.3);
+	test_sleep_s(0.3);
 	cr_assert_eq(target_control(pid, &b), 0, "cannot read the control block");
 	cr_expect_eq(a.samples, b.samples, "samples went on after the detach: %llu then %llu",
 		     (unsigned long long)a.samples, (unsigned long long)b.samples);

@@ -19,13 +19,6 @@
 #include "ocaml_util.h"
 #include "testlib.h"
 
-static void sleep_s(double s)
-{
-	struct timespec t = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-	nanosleep(&t, NULL);
-}
-
 static void paths(const char *dir, char *out, char *ready, size_t len)
 {
 	snprintf(out, len, "%s/out", dir);
@@ -46,7 +39,7 @@ static void expect_stopped(pid_t pid)
 	cr_expect_eq(a.active_rate, 0, "still sampling at %g", a.active_rate);
 	cr_expect_eq(a.flags, 0, "flags %u", a.flags);
 	cr_expect_gt(a.samples, 0, "nothing was ever sampled");
-	sleep_s(0.5);
+	test_sleep_s(0.5);
 	cr_assert_eq(target_control(pid, &b), 0, "cannot read the control block");
 	cr_expect_eq(a.samples, b.samples, "samples went on: %llu then %llu",
 		     (unsigned long long)a.samples, (unsigned long long)b.samples);

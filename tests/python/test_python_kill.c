@@ -34,26 +34,6 @@
 /* ... or within this long after the target began sampling. */
 #define KILL_AFTER_SAMPLING_S 0.05
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_s(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-	nanosleep(&ts, NULL);
-}
-
-static double uniform(void)
-{
-	return (double)rand() / ((double)RAND_MAX + 1);
-}
-
 /* Is pid under ptrace (its TracerPid)? */
 static int seized(pid_t pid)
 {
@@ -78,7 +58,8 @@ static int ended(pid_t pid)
 /* Wait until done(arg) holds or the loader ends: 1 if the loader ended (reaped). */
 static int wait_for(pid_t loader, int (*done)(const void *), const void *arg, const char *what)
 {
-	for (double end = now_s() + TEST_EVENT_TIMEOUT_S; now_s() < end; sleep_s(0.0005)) {
+	for (double end = test_now_s() + TEST_EVENT_TIMEOUT_S; test_now_s() < end;
+	     test_sleep_s(0.0005)) {
 		if (done(arg))
 			return 0;
 		if (ended(loader))
@@ -143,15 +124,15 @@ static void trial(int r, unsigned seed)
 	pyrun_attach(&run, largs);
 	switch (r % 3) {
 	case 0:
-		sleep_s(uniform() * KILL_WINDOW_S);
+		test_sleep_s(test_uniform() * KILL_WINDOW_S);
 		break;
 	case 1:
 		reaped = wait_for(run.loader, is_seized, &run, "seized the program");
-		sleep_s(uniform() * KILL_AFTER_SEIZE_S);
+		test_sleep_s(test_uniform() * KILL_AFTER_SEIZE_S);
 		break;
 	default:
 		reaped = wait_for(run.loader, is_sampling, run.lerr, "saw it sampling");
-		sleep_s(uniform() * KILL_AFTER_SAMPLING_S);
+		test_sleep_s(test_uniform() * KILL_AFTER_SAMPLING_S);
 	}
 	if (!reaped) {
 		kill(run.loader, sig);
@@ -161,10 +142,10 @@ static void trial(int r, unsigned seed)
 	/* The program goes on... */
 	pyrun_wait_more_rounds(&run, 1);
 	/* ... without our hooks once the tracer is gone. */
-	for (double end = now_s() + TEST_EVENT_TIMEOUT_S; last_hook_line(run.out) == 1;
-	     sleep_s(0.01))
-		cr_assert_lt(now_s(), end, "seed %u trial %d (signal %d): the hooks stay: %s", seed,
-			     r, sig, read_file(run.out));
+	for (double end = test_now_s() + TEST_EVENT_TIMEOUT_S; last_hook_line(run.out) == 1;
+	     test_sleep_s(0.01))
+		cr_assert_lt(test_now_s(), end, "seed %u trial %d (signal %d): the hooks stay: %s",
+			     seed, r, sig, read_file(run.out));
 	pyrun_finish(&run);
 	cr_assert_eq(pyrun_wait_text(run.out, "done "), 0, "seed %u trial %d: %s", seed, r,
 		     read_file(run.out));
