@@ -400,6 +400,10 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 			p.n_stacks, addrs, lines, mods, dwarf, (wall_now() - w0) * 1e3,
 			(cpu_now() - c0) * 1e3, after.ru_maxrss, before.ru_maxrss);
 	}
+	/* The stacks are symbolized: the DWARF readers go before the lifetimes
+	 * and the writers take their memory (the loader's peak RSS). */
+	for (size_t i = 0; i < n_src; i++)
+		dsym_release_readers(parts[i].dsym);
 	for (size_t i = 0; i < n_src; i++)
 		life[i] = src[i].life;
 	if (lifetimes_attach(&p, life, n_src)) {
