@@ -53,23 +53,38 @@ __u32 next_inner_frame = 0;
 __u64 n_blocks = 0;
 __u64 n_overflow = 0;
 
-/* The stack maps (and lifetimes) are sized max_stacks + MEMPROF_INNER_STACKS by the loader. */
-
-struct {
+/* The stack table and its aggregates (memprof_maps.h): chunks the loader
+ * creates as they are needed, each a map of its own like these templates;
+ * the arrays of them are sized by the loader (and stack_ids, lifetimes). */
+struct stack_chunk_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
-	__type(key, __u32);
-	__type(value, struct memprof_stack);
-} stacks SEC(".maps");
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct memprof_stack_chunk));
+};
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, (MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS) / MEMPROF_STACK_CHUNK_IDS);
+	__type(key, __u32);
+	__array(values, struct stack_chunk_map);
+} stack_chunks SEC(".maps");
+
+struct agg_chunk_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct memprof_agg_chunk));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, (MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS) / MEMPROF_STACK_CHUNK_IDS);
 	__type(key, __u32);
-	__type(value, struct memprof_stack_agg);
-} stack_aggs SEC(".maps");
+	__array(values, struct agg_chunk_map);
+} agg_chunks SEC(".maps");
 
 /* The frame arena (memprof_maps.h): chunks the loader creates as they are
  * needed, each a map of its own like this template; the array of them is
@@ -287,7 +302,7 @@ static __always_inline __u32 sample_stack(__u64 stack_ptr, __u64 stack_len, __u3
 static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 samples,
 				     __u64 bytes, __u64 objects_q16)
 {
-	struct memprof_stack_agg *a = bpf_map_lookup_elem(&stack_aggs, &stack_id);
+	struct memprof_stack_agg *a = stack_agg(stack_id);
 
 	if (!a)
 		return;

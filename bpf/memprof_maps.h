@@ -5,23 +5,39 @@
  * after <linux/types.h> in user space.  Only fixed-width types.
  *
  * Maps:
- *   stacks     array (mmapable), stack id -> struct memprof_stack (its
- *              length, flags and where its frames are)
- *   frames     array of maps, chunk index -> a one-element mmapable array
- *              of struct memprof_frame_chunk: the frame arena, every stack's
- *              frames one after the other, in chunks the loader creates as
- *              they are needed (MEMPROF_FRAME_CHUNKS_FIRST at the start, then
- *              MEMPROF_FRAME_CHUNKS_AHEAD past the last one in use, at each
- *              poll; the inner table's chunks all at the start)
- *   stack_aggs array (mmapable), stack id -> struct memprof_stack_agg
- *   stack_ids  hash (allocated on use), 64-bit hash of the PCs -> stack id (dedupe)
+ *   stack_chunks  array of maps, chunk index -> a one-element mmapable
+ *                 array of struct memprof_stack_chunk: the stack table,
+ *                 stack id -> struct memprof_stack (its length, flags and
+ *                 where its frames are), MEMPROF_STACK_CHUNK_IDS ids a
+ *                 chunk (id / MEMPROF_STACK_CHUNK_IDS is the chunk, the
+ *                 rest of the id the place in it)
+ *   agg_chunks    array of maps, the same for struct memprof_agg_chunk:
+ *                 stack id -> struct memprof_stack_agg, the same chunks
+ *   frames        array of maps, chunk index -> a one-element mmapable
+ *                 array of struct memprof_frame_chunk: the frame arena,
+ *                 every stack's frames one after the other
+ *   stack_ids     hash (allocated on use), 64-bit hash of the PCs -> stack id (dedupe)
+ * The three arrays of maps grow with the stacks in use: the loader creates
+ * their chunks as they are needed (userspace/trace/chunk_arena.h: a first
+ * few at the start, then some kept created past the last one in use, at
+ * each poll: MEMPROF_STACK_CHUNKS_FIRST and _AHEAD, MEMPROF_FRAME_CHUNKS_FIRST
+ * and _AHEAD), the inner table's chunks all at the start.  A chunk not
+ * created is NULL in its array of maps.
  * Stack ids: [1, max_stacks) is the stack table proper, first come first
  * served; [max_stacks, max_stacks + MEMPROF_INNER_STACKS) is the inner
  * table, where a sample whose stack found the table full keeps its
  * innermost MEMPROF_INNER_DEPTH frames (MEMPROF_STACK_F_INNER), so the
  * allocating function still shows.  max_stacks is the loader's
- * --max-stacks (default MEMPROF_MAX_STACKS); the three maps and lifetimes hold
- * max_stacks + MEMPROF_INNER_STACKS entries.
+ * --max-stacks (default MEMPROF_MAX_STACKS); stack_ids and lifetimes hold
+ * max_stacks + MEMPROF_INNER_STACKS entries, stack_chunks and agg_chunks
+ * as many ids (rounded up to whole chunks).  The inner table's chunks are
+ * those from the one holding id max_stacks on.  A new stack takes the next
+ * id only if that id's chunk is created: else it goes to the inner table,
+ * counted (MEMPROF_CNT_ARENA_BEHIND), taking nothing; an id taken whose
+ * chunk is missing (another CPU took the ids before it, past the last
+ * chunk created) stays unused, zeros.  Invariant: every stack id in use is
+ * in a created chunk of both stack_chunks and agg_chunks, so the loader,
+ * which maps a chunk before it is in its array of maps, reads it mapped.
  * The frame arena: frames [0, max_stacks * MEMPROF_FRAMES_PER_STACK)
  * (rounded up to whole chunks) for the stack table, then
  * MEMPROF_INNER_CHUNKS chunks for the inner table.  A stack takes len
@@ -91,6 +107,16 @@
  * apart: 40,000 a second). */
 #define MEMPROF_FRAME_CHUNKS_FIRST 16
 #define MEMPROF_FRAME_CHUNKS_AHEAD 4
+/* Stack ids per chunk of stack_chunks and agg_chunks (a power of two: an
+ * id's place in its chunk is a mask the verifier bounds): 48 KiB of
+ * stacks and 192 KiB of aggregates, whole pages. */
+#define MEMPROF_STACK_CHUNK_IDS 2048
+/* Chunks of the stack table (and of its aggregates) created at the start
+ * (16,384 ids, as many stacks as the frame arena's first chunks hold on
+ * average), and kept created past the last one in use (4,096 ids: the new
+ * stacks of about 100 ms, one poll, at 40,000 a second). */
+#define MEMPROF_STACK_CHUNKS_FIRST 8
+#define MEMPROF_STACK_CHUNKS_AHEAD 2
 /* The inner table's chunks. */
 #define MEMPROF_INNER_CHUNKS                                                                       \
 	((MEMPROF_INNER_STACKS * MEMPROF_INNER_DEPTH + MEMPROF_FRAME_CHUNK - 1) /                  \
@@ -184,6 +210,15 @@ struct memprof_stack_agg {
 	__u64 samples[MEMPROF_N_KERNEL_VIEWS];
 	__u64 bytes[MEMPROF_N_KERNEL_VIEWS];
 	__u64 objects_q16[MEMPROF_N_KERNEL_VIEWS];
+};
+
+/* One element of stack_chunks, and of agg_chunks: MEMPROF_STACK_CHUNK_IDS
+ * stack ids from id chunk * MEMPROF_STACK_CHUNK_IDS on. */
+struct memprof_stack_chunk {
+	struct memprof_stack stacks[MEMPROF_STACK_CHUNK_IDS];
+};
+struct memprof_agg_chunk {
+	struct memprof_stack_agg aggs[MEMPROF_STACK_CHUNK_IDS];
 };
 
 struct memprof_block {
@@ -281,8 +316,9 @@ enum memprof_counter {
 	 * up (kept in the inner table, as MEMPROF_CNT_INNER_STACKS counts) */
 	MEMPROF_CNT_FRAMES_FULL,
 	/* samples of a new stack that found the chunk of the frame arena it
-	 * would start in not created yet (a burst of new stacks between two of
-	 * the loader's polls; kept in the inner table too) */
+	 * would start in, or the chunk of the stack table its id would be
+	 * in, not created yet (a burst of new stacks between two of the
+	 * loader's polls; kept in the inner table too) */
 	MEMPROF_CNT_ARENA_BEHIND,
 	/*
 	 * Samples once the loader began detaching: left out of the views, a

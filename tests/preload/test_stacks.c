@@ -151,18 +151,33 @@ Test(stacks, sixty_five_thousand_stacks_keep_their_allocating_function, .timeout
 	many_stacks(lx, 0);
 }
 
+/* The MiB of map name in the stop's -v line ("maps hold N MiB of kernel
+ * memory (..., name F MiB, ..."), or -1. */
+static double stop_map_mib(const char *log, const char *name)
+{
+	char key[64];
+	const char *at = log ? strstr(log, "maps hold ") : NULL;
+
+	snprintf(key, sizeof(key), " %s ", name);
+	at = at ? strstr(at, key) : NULL;
+	return at ? strtod(at + strlen(key), NULL) : -1;
+}
+
 /*
- * The frame arena grows as it is used (bpf/memprof_maps.h,
- * userspace/trace/frame_arena.c): 40,000 stacks of about 20 frames are
- * more than the chunks created at the start hold (16 of 32,640 frames),
- * and, new ones coming at a pace the loader's polls follow (about 20,000 a
- * second, 1,000 then a 50 ms pause), each keeps its whole stack: no sample
- * goes to the inner table.  The frames' kernel memory at the stop stays
- * well below the arena's whole size for the default table (16.3 MiB):
- * about 7.5 MiB.  With the arena not grown past its first chunks, the
- * stacks past them went to the inner table.
+ * The stack table, its aggregates and the frame arena grow as they are
+ * used (bpf/memprof_maps.h, userspace/trace/chunk_arena.c): 40,000 stacks
+ * of about 20 frames are more than the chunks created at the start hold
+ * (8 chunks of 2,048 stack ids; 16 of 32,640 frames), and, new ones coming
+ * at a pace the loader's polls follow (about 20,000 a second, 1,000 then a
+ * 50 ms pause), each keeps its whole stack: no sample goes to the inner
+ * table.  The kernel memory at the stop stays well below each table's
+ * whole size for the default table: frames about 7.5 MiB of 16.3, the
+ * aggregates 4.5 MiB (24 chunks of 192 KiB) of 6.4 (34 chunks), the stack
+ * entries 1.1 MiB of 1.6.  With the tables not grown past their first
+ * chunks, the stacks past them went to the inner table; with them created
+ * whole, the memory figures fail.
  */
-Test(stacks, the_frame_arena_grows_with_the_stacks, .timeout = 300)
+Test(stacks, the_stack_tables_grow_with_the_stacks, .timeout = 300)
 {
 	const char *const pargs[] = {"1", "40000", "50", NULL};
 	const char *const lx[] = {"--rate", "1e-2", "--no-dwarf", NULL};
@@ -179,12 +194,15 @@ Test(stacks, the_frame_arena_grows_with_the_stacks, .timeout = 300)
 		     log_number(t.loader_err, "inner_stacks "));
 	cr_expect_geq(reaching / total, 0.99, "%.1f%% of the sampled bytes reach leaf_alloc",
 		      100 * reaching / total);
-	/* The maps at the stop (-v): "maps hold N MiB of kernel memory (..., frames F MiB". */
-	maps = t.loader_err ? strstr(t.loader_err, "maps hold ") : NULL;
-	maps = maps ? strstr(maps, " frames ") : NULL;
-	cr_assert_not_null(maps, "no frames in the stop's maps line");
-	cr_expect_lt(strtod(maps + strlen(" frames "), NULL), 12.0, "the frame arena took %.1f MiB",
-		     strtod(maps + strlen(" frames "), NULL));
+	maps = t.loader_err;
+	cr_assert_geq(stop_map_mib(maps, "frames"), 0, "no frames in the stop's maps line");
+	cr_expect_lt(stop_map_mib(maps, "frames"), 12.0, "the frame arena took %.1f MiB",
+		     stop_map_mib(maps, "frames"));
+	cr_assert_geq(stop_map_mib(maps, "agg_chunks"), 0, "no agg_chunks in the maps line");
+	cr_expect_lt(stop_map_mib(maps, "agg_chunks"), 5.5, "the aggregates took %.1f MiB",
+		     stop_map_mib(maps, "agg_chunks"));
+	cr_expect_lt(stop_map_mib(maps, "stack_chunks"), 1.4, "the stack entries took %.1f MiB",
+		     stop_map_mib(maps, "stack_chunks"));
 	traced_free(&t);
 }
 

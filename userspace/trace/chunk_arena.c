@@ -1,7 +1,8 @@
-/* The growing frame arena (frame_arena.h). */
-#include "trace/frame_arena.h"
+/* Tables of the kernel side that grow with their use (chunk_arena.h). */
+#include "trace/chunk_arena.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -9,27 +10,21 @@
 
 #include <bpf/bpf.h>
 
-#include "memprof_maps.h"
-
-#define CHUNK_BYTES sizeof(struct memprof_frame_chunk)
 /* The kernel's own "not supported" (an errno user space has no name for). */
 #define KERNEL_ENOTSUPP 524
 
-_Static_assert(sizeof(struct memprof_frame_chunk) % 4096 == 0,
-	       "a frame chunk is not whole pages: the chunks cannot be mapped side by side");
-
 /* Create chunk i and map it at its place in the range (not yet in the
  * array of maps): 0, or -errno. */
-static int chunk_create(struct frame_arena *a, uint32_t i)
+static int chunk_create(struct chunk_arena *a, uint32_t i)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
-	int fd =
-	    bpf_map_create(BPF_MAP_TYPE_ARRAY, "frame_chunk", sizeof(__u32), CHUNK_BYTES, 1, &opts);
-	void *at = (char *)a->frames + (size_t)i * CHUNK_BYTES;
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, a->name, sizeof(__u32), (__u32)a->chunk_bytes,
+				1, &opts);
+	void *at = (char *)a->base + (size_t)i * a->chunk_bytes;
 
 	if (fd < 0)
 		return -errno;
-	if (mmap(at, CHUNK_BYTES, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+	if (mmap(at, a->chunk_bytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
 		int rc = -errno;
 
 		close(fd);
@@ -40,11 +35,11 @@ static int chunk_create(struct frame_arena *a, uint32_t i)
 }
 
 /* Chunk i back to zeros, its map closed (it never was in the array of maps). */
-static void chunk_drop(struct frame_arena *a, uint32_t i)
+static void chunk_drop(struct chunk_arena *a, uint32_t i)
 {
-	void *at = (char *)a->frames + (size_t)i * CHUNK_BYTES;
+	void *at = (char *)a->base + (size_t)i * a->chunk_bytes;
 
-	mmap(at, CHUNK_BYTES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	mmap(at, a->chunk_bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	close(a->fds[i]);
 	a->fds[i] = -1;
 }
@@ -57,14 +52,14 @@ static int batch_unsupported(int err)
 
 /*
  * Create chunks [from, to), map them, then put them into the array of maps
- * (the invariant of frame_arena.h): in one batch, since each update of an
+ * (the invariant of chunk_arena.h): in one batch, since each update of an
  * array of maps waits for a grace period of the kernel's (about 12 ms
  * here), the batch once; one by one where the kernel has no batch update
  * for it.  0, or -errno.  *added: how many of them, from `from` on, are in
- * the array of maps (they stay: the kernel side may store frames into
- * them); the others are dropped.
+ * the array of maps (they stay: the kernel side may store into them); the
+ * others are dropped.
  */
-static int chunks_add(struct frame_arena *a, uint32_t from, uint32_t to, uint32_t *added)
+static int chunks_add(struct chunk_arena *a, uint32_t from, uint32_t to, uint32_t *added)
 {
 	uint32_t n = to - from, done = 0;
 	__u32 keys[64];
@@ -108,27 +103,32 @@ static int chunks_add(struct frame_arena *a, uint32_t from, uint32_t to, uint32_
 	return rc;
 }
 
-int frame_arena_open(struct frame_arena *a, int outer_fd, uint32_t main_chunks,
-		     uint32_t inner_chunks)
+int chunk_arena_open(struct chunk_arena *a, int outer_fd, const struct chunk_arena_shape *shape)
 {
-	uint32_t all = main_chunks + inner_chunks;
+	uint32_t all = shape->main_chunks + shape->inner_chunks;
 	uint32_t added;
 	void *range;
 	int rc = 0;
 
 	memset(a, 0, sizeof(*a));
+	a->name = shape->name;
 	a->outer_fd = outer_fd;
-	a->main_chunks = main_chunks;
-	a->inner_chunks = inner_chunks;
+	a->chunk_bytes = shape->chunk_bytes;
+	a->main_chunks = shape->main_chunks;
+	a->inner_chunks = shape->inner_chunks;
+	a->first_chunks = shape->first_chunks;
+	a->ahead_chunks = shape->ahead_chunks;
+	if (a->chunk_bytes % 4096) /* not whole pages: cannot be mapped side by side */
+		return -EINVAL;
 	a->fds = malloc((all ? all : 1) * sizeof(*a->fds));
 	if (!a->fds)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < all; i++)
 		a->fds[i] = -1;
-	a->bytes = (size_t)all * CHUNK_BYTES;
+	a->bytes = (size_t)all * a->chunk_bytes;
 	/* Anonymous pages read as zeros and take no memory until written;
 	 * nothing writes them. */
-	range = mmap(NULL, a->bytes ? a->bytes : CHUNK_BYTES, PROT_READ,
+	range = mmap(NULL, a->bytes ? a->bytes : a->chunk_bytes, PROT_READ,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (range == MAP_FAILED) {
 		rc = -errno;
@@ -136,21 +136,21 @@ int frame_arena_open(struct frame_arena *a, int outer_fd, uint32_t main_chunks,
 		memset(a, 0, sizeof(*a));
 		return rc;
 	}
-	a->frames = range;
-	rc = chunks_add(a, main_chunks, all, &added);
+	a->base = range;
+	rc = chunks_add(a, a->main_chunks, all, &added);
 	if (!rc)
-		rc = frame_arena_grow(a, 0);
+		rc = chunk_arena_grow(a, 0);
 	if (rc)
-		frame_arena_close(a);
+		chunk_arena_close(a);
 	return rc;
 }
 
-int frame_arena_grow(struct frame_arena *a, uint32_t used)
+int chunk_arena_grow(struct chunk_arena *a, uint32_t used)
 {
-	uint64_t want = (uint64_t)used + MEMPROF_FRAME_CHUNKS_AHEAD;
+	uint64_t want = (uint64_t)used + a->ahead_chunks;
 
-	if (want < MEMPROF_FRAME_CHUNKS_FIRST)
-		want = MEMPROF_FRAME_CHUNKS_FIRST;
+	if (want < a->first_chunks)
+		want = a->first_chunks;
 	if (want > a->main_chunks)
 		want = a->main_chunks;
 	if (a->created_main < want) {
@@ -164,15 +164,37 @@ int frame_arena_grow(struct frame_arena *a, uint32_t used)
 	return 0;
 }
 
-uint64_t frame_arena_frames(const struct frame_arena *a)
+uint64_t map_fd_memlock(int fd)
 {
-	return (uint64_t)(a->main_chunks + a->inner_chunks) * MEMPROF_CHUNK_FRAMES;
+	char path[64], line[128];
+	uint64_t bytes = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "memlock:", 8))
+			bytes = strtoull(line + 8, NULL, 10);
+	fclose(f);
+	return bytes;
 }
 
-void frame_arena_close(struct frame_arena *a)
+uint64_t chunk_arena_memory(const struct chunk_arena *a)
 {
-	if (a->frames)
-		munmap((void *)a->frames, a->bytes ? a->bytes : CHUNK_BYTES);
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; a->fds && i < a->main_chunks + a->inner_chunks; i++)
+		if (a->fds[i] >= 0)
+			bytes += map_fd_memlock(a->fds[i]);
+	return bytes;
+}
+
+void chunk_arena_close(struct chunk_arena *a)
+{
+	if (a->base)
+		munmap((void *)a->base, a->bytes ? a->bytes : a->chunk_bytes);
 	for (uint32_t i = 0; a->fds && i < a->main_chunks + a->inner_chunks; i++)
 		if (a->fds[i] >= 0)
 			close(a->fds[i]);
