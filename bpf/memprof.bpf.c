@@ -49,6 +49,11 @@ const volatile __u32 frame_chunks =
  * (memprof_maps.h: reserved before the stack's id). */
 __u32 next_frame = 0;
 __u32 next_inner_frame = 0;
+/* The lowest and the highest id sampled while the block map was full (0:
+ * none): their promote/dealloc are not orphans of unknown origin
+ * (memprof_maps.h). */
+__u64 untracked_first = 0;
+__u64 untracked_last = 0;
 /* Blocks tracked now (home slots and overflow; at most max_blocks), and in the overflow. */
 __u64 n_blocks = 0;
 __u64 n_overflow = 0;
@@ -133,14 +138,6 @@ struct {
 	__type(value, struct memprof_block);
 } blocks_overflow SEC(".maps");
 
-/* Ids sampled while the block map was full: their promote/dealloc are not
- * orphans of unknown origin. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MEMPROF_MAX_UNTRACKED);
-	__type(key, __u64);
-	__type(value, __u8);
-} untracked SEC(".maps");
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -216,19 +213,41 @@ static __always_inline void count(enum memprof_counter c)
 	__sync_fetch_and_add(&counters[c], 1);
 }
 
-/*
- * A promote or dealloc of an id this tracer does not hold: count it under
- * its cause.  forget: drop the id from the untracked set (a death).
- */
-static __always_inline void count_orphan(__u64 id, enum memprof_counter unexplained, int forget)
+/* Tries of the compare-and-swap loops that widen the untracked ids' range
+ * (a bounded loop: another CPU's drop may win each try). */
+#define UNTRACKED_TRIES 4
+
+/* Block id was sampled while the block map was full: widen the range
+ * [untracked_first, untracked_last] to hold it. */
+static __always_inline void untracked_add(__u64 id)
 {
+	__u64 cur = untracked_first, was;
+
+	for (int i = 0; i < UNTRACKED_TRIES && (!cur || id < cur); i++) {
+		was = __sync_val_compare_and_swap(&untracked_first, cur, id);
+		if (was == cur)
+			break;
+		cur = was;
+	}
+	cur = untracked_last;
+	for (int i = 0; i < UNTRACKED_TRIES && id > cur; i++) {
+		was = __sync_val_compare_and_swap(&untracked_last, cur, id);
+		if (was == cur)
+			break;
+		cur = was;
+	}
+}
+
+/* A promote or dealloc of an id this tracer does not hold: count it under its cause. */
+static __always_inline void count_orphan(__u64 id, enum memprof_counter unexplained)
+{
+	__u64 first_untracked = untracked_first;
+
 	if (detaching) {
 		count(MEMPROF_CNT_LATE_ORPHANS);
 		return;
 	}
-	if (bpf_map_lookup_elem(&untracked, &id)) {
-		if (forget)
-			bpf_map_delete_elem(&untracked, &id);
+	if (first_untracked && id >= first_untracked && id <= untracked_last) {
 		count(MEMPROF_CNT_ORPHAN_UNTRACKED);
 		return;
 	}
@@ -463,10 +482,8 @@ __noinline int sample_one(const struct sample_rec *r)
 		return 0;
 	}
 	if (err) {
-		__u8 one = 1;
-
 		count(MEMPROF_CNT_DROP_BLOCKS_FULL);
-		bpf_map_update_elem(&untracked, &id, &one, BPF_ANY);
+		untracked_add(id);
 		return 0;
 	}
 	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
@@ -582,7 +599,7 @@ static __always_inline void on_promote(__u64 id)
 	count(MEMPROF_CNT_PROMOTES);
 	b = blocks_find(id, &home);
 	if (!b) {
-		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES, 0);
+		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES);
 		return;
 	}
 	if (detaching) {
@@ -607,7 +624,7 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 	count(MEMPROF_CNT_DEALLOCS);
 	b = blocks_find(id, &home);
 	if (!b) {
-		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS, 1);
+		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS);
 		return;
 	}
 	/*

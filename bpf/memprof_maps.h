@@ -65,13 +65,23 @@
  *                   times over, at least MEMPROF_BLOCK_HOME_SLOTS_MIN)
  *   blocks_overflow hash (allocated on use), block id -> struct memprof_block:
  *                   tracked blocks whose home slot was taken
- *   untracked       LRU hash, block id -> 1: sampled while the block map was full
  * The block map is the two together.  A sample costs one store in its home
  * slot (block ids increase, so consecutive samples use consecutive slots:
  * no hashing, no bucket lock, no element allocation), and a death one
  * compare-and-swap; only a block whose home slot is still held by a block
  * home_slots ids older goes to the overflow hash.  At most max_blocks
  * (--max-blocks) blocks are tracked at once, in both (the global n_blocks).
+ * A block sampled while they are all in use is not tracked (counted,
+ * MEMPROF_CNT_DROP_BLOCKS_FULL); no map remembers its id, only the range
+ * of such ids (the globals untracked_first and untracked_last, the lowest
+ * and highest; widened by bounded compare-and-swap loops, which a drop
+ * racing with several others on other CPUs may leave short of its id).  A
+ * promote or dealloc of an id in that range that the block map does not
+ * hold is counted as of a block the full map left out
+ * (MEMPROF_CNT_ORPHAN_UNTRACKED): ids increase, and a block tracked in
+ * between is in the block map until its death.  (The 65,536 ids an LRU
+ * hash kept before took 5 MiB of kernel memory, preallocated, whatever the
+ * target; an orphan of unknown origin in the range is counted with them.)
  *   lifetimes  hash (allocated on use), stack id -> struct memprof_lifetime_hist:
  *              only stacks with a death have one
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
@@ -125,8 +135,6 @@
 #define MEMPROF_MAX_BLOCKS 262144
 /* Home slots of the block map at the least (1 MiB) when sized from the target. */
 #define MEMPROF_BLOCK_HOME_SLOTS_MIN 16384
-/* Ids remembered (LRU) that were sampled while the block map was full. */
-#define MEMPROF_MAX_UNTRACKED 65536
 #define MEMPROF_STACK_UNKNOWN 0u
 
 /*
