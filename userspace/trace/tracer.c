@@ -582,20 +582,21 @@ uint32_t tracer_n_stacks(const struct tracer *tr)
 	return tr->synced_stacks;
 }
 
-int tracer_read_lifetimes(struct tracer *tr)
+int tracer_each_lifetime(struct tracer *tr,
+			 void (*each)(void *arg, uint32_t stack_id,
+				      const struct memprof_lifetime_hist *h),
+			 void *arg)
 {
-	int fd = bpf_map__fd(tr->skel->maps.lifetimes);
 	uint32_t n = tr->synced_stacks, keys[LIFETIMES_BATCH], cursor = 0;
-	struct memprof_lifetime_hist *vals, *all;
-	int first = 1, done = 0;
+	struct memprof_lifetime_hist *vals;
+	int fd, first = 1, done = 0;
 
+	if (!tr->skel)
+		return -EBADF;
+	fd = bpf_map__fd(tr->skel->maps.lifetimes);
 	vals = malloc(LIFETIMES_BATCH * sizeof(*vals));
-	all = calloc(n ? n : 1, sizeof(*all));
-	if (!vals || !all) {
-		free(vals);
-		free(all);
+	if (!vals)
 		return -ENOMEM;
-	}
 	while (!done) {
 		__u32 count = LIFETIMES_BATCH;
 
@@ -605,7 +606,6 @@ int tracer_read_lifetimes(struct tracer *tr)
 				int e = errno;
 
 				free(vals);
-				free(all);
 				return -e;
 			}
 			done = 1;
@@ -613,11 +613,9 @@ int tracer_read_lifetimes(struct tracer *tr)
 		first = 0;
 		for (__u32 i = 0; i < count; i++)
 			if (keys[i] < n)
-				all[keys[i]] = vals[i];
+				each(arg, keys[i], &vals[i]);
 	}
 	free(vals);
-	free((void *)tr->lifetimes);
-	tr->lifetimes = all;
 	return 0;
 }
 
@@ -642,7 +640,6 @@ void tracer_close(struct tracer *tr)
 		chunk_arena_close(&tr->agg_arena);
 	if (tr->frame_arena.base)
 		chunk_arena_close(&tr->frame_arena);
-	free((void *)tr->lifetimes);
 	memprof_bpf__destroy(tr->skel);
 	free(tr->blocks);
 	memset(tr, 0, sizeof(*tr));

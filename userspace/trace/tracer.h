@@ -59,9 +59,6 @@ struct tracer {
 	uint32_t synced_stacks, frame_chunks;
 	uint64_t n_frames;
 	struct chunk_arena stack_arena, agg_arena, frame_arena;
-	/* Lifetimes of the blocks that died, per stack id below tracer_n_stacks
-	 * (a copy of the kernel's, by tracer_read_lifetimes; NULL before). */
-	const struct memprof_lifetime_hist *lifetimes;
 	uint32_t max_stacks; /* the stack table's size (--max-stacks) */
 	uint32_t max_blocks;
 	uint32_t home_slots; /* the block map's home slots (memprof_maps.h) */
@@ -121,10 +118,15 @@ int tracer_read_blocks(struct tracer *tr);
  * or -errno. */
 int tracer_sync(struct tracer *tr);
 /* Stack ids in use at the last tracer_sync: the entries of tr->stacks, aggs
- * (and lifetimes, once read) to read. */
+ * to read. */
 uint32_t tracer_n_stacks(const struct tracer *tr);
-/* Copy the kernel's lifetime histograms into tr->lifetimes.  0 or -errno. */
-int tracer_read_lifetimes(struct tracer *tr);
+/* Hand each stack's lifetime histogram (stack ids below tracer_n_stacks
+ * with a death) to each(arg, id, hist), a batch of the kernel's map at a
+ * time: no copy of the whole table.  0 or -errno. */
+int tracer_each_lifetime(struct tracer *tr,
+			 void (*each)(void *arg, uint32_t stack_id,
+				      const struct memprof_lifetime_hist *h),
+			 void *arg);
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c);
 void tracer_close(struct tracer *tr);
 /* One line saying where the start-up time went (tr->costs), into buf. */
