@@ -112,13 +112,23 @@ struct {
 	__array(values, struct frame_chunk_map);
 } frames SEC(".maps");
 
+/* The stack table's dedupe hash and the inner table's (memprof_maps.h),
+ * sized max_stacks and MEMPROF_INNER_STACKS by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
+	__uint(max_entries, MEMPROF_MAX_STACKS);
 	__type(key, __u64);
 	__type(value, __u32);
 } stack_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MEMPROF_INNER_STACKS);
+	__type(key, __u64);
+	__type(value, __u32);
+} inner_stack_ids SEC(".maps");
 
 /* The block map (memprof_maps.h): home slots, sized home_slots by the loader. */
 struct {
@@ -138,13 +148,23 @@ struct {
 	__type(value, struct memprof_block);
 } blocks_overflow SEC(".maps");
 
+/* The lifetimes of the stack table's stacks and of the inner table's
+ * (memprof_maps.h), sized max_stacks and MEMPROF_INNER_STACKS by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MEMPROF_MAX_STACKS + MEMPROF_INNER_STACKS);
+	__uint(max_entries, MEMPROF_MAX_STACKS);
 	__type(key, __u32);
 	__type(value, struct memprof_lifetime_hist);
 } lifetimes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MEMPROF_INNER_STACKS);
+	__type(key, __u32);
+	__type(value, struct memprof_lifetime_hist);
+} inner_lifetimes SEC(".maps");
 
 /*
  * Scratch copies of the sampled stack, per CPU and per nesting level: a
@@ -277,8 +297,8 @@ static __always_inline __u32 sample_stack_read(struct stack_scratch *st, __u64 s
 		return MEMPROF_STACK_UNKNOWN;
 	}
 	stack_hashes_of(&hs, st, len, flags);
-	id = stacks_intern(st, &hs, len, flags, &next_stack_id, 0, max_stacks, &next_frame, 0,
-			   frame_chunks, &full);
+	id = stacks_intern(&stack_ids, st, &hs, len, flags, &next_stack_id, 0, max_stacks,
+			   &next_frame, 0, frame_chunks, &full);
 	if (!full)
 		return id;
 	if (full == 2)
@@ -289,9 +309,9 @@ static __always_inline __u32 sample_stack_read(struct stack_scratch *st, __u64 s
 	if (len > MEMPROF_INNER_DEPTH)
 		len = MEMPROF_INNER_DEPTH;
 	stack_hashes_of(&hs, st, len, MEMPROF_STACK_F_INNER);
-	id = stacks_intern(st, &hs, len, MEMPROF_STACK_F_INNER, &next_inner_slot, max_stacks,
-			   max_stacks + MEMPROF_INNER_STACKS, &next_inner_frame, frame_chunks,
-			   MEMPROF_INNER_CHUNKS, &full);
+	id = stacks_intern(&inner_stack_ids, st, &hs, len, MEMPROF_STACK_F_INNER, &next_inner_slot,
+			   max_stacks, max_stacks + MEMPROF_INNER_STACKS, &next_inner_frame,
+			   frame_chunks, MEMPROF_INNER_CHUNKS, &full);
 	if (full)
 		count(MEMPROF_CNT_DROP_STACKS_FULL);
 	else if (id != MEMPROF_STACK_UNKNOWN)
@@ -560,6 +580,19 @@ static __always_inline __u32 log2_floor(__u64 v)
 	return r | (__u32)(v >> 1);
 }
 
+/* Stack id's histogram in map (lifetimes or inner_lifetimes), inserted
+ * zeroed at the stack's first death (another CPU's may win), or NULL. */
+static __always_inline struct memprof_lifetime_hist *lifetime_hist(void *map, __u32 stack_id)
+{
+	static const struct memprof_lifetime_hist zero;
+	struct memprof_lifetime_hist *h = bpf_map_lookup_elem(map, &stack_id);
+
+	if (h)
+		return h;
+	bpf_map_update_elem(map, &stack_id, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, &stack_id);
+}
+
 /*
  * A tracked block died: its lifetime goes to its stack's histogram of that
  * kind of death (memprof_maps.h gives the slots).  One hash lookup (and an
@@ -568,19 +601,14 @@ static __always_inline __u32 log2_floor(__u64 v)
 static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples,
 					 __u64 alloc_ns, __u64 now)
 {
-	struct memprof_lifetime_hist *h = bpf_map_lookup_elem(&lifetimes, &stack_id);
+	struct memprof_lifetime_hist *h = stack_id < max_stacks
+					      ? lifetime_hist(&lifetimes, stack_id)
+					      : lifetime_hist(&inner_lifetimes, stack_id);
 	__u64 us;
 	__u32 slot = 0;
 
-	if (!h) {
-		/* The stack's first death: its histogram, zeroed (another CPU's may win). */
-		static const struct memprof_lifetime_hist zero;
-
-		bpf_map_update_elem(&lifetimes, &stack_id, &zero, BPF_NOEXIST);
-		h = bpf_map_lookup_elem(&lifetimes, &stack_id);
-		if (!h)
-			return;
-	}
+	if (!h)
+		return;
 	us = now > alloc_ns ? (now - alloc_ns) / 1000 : 0;
 	if (us)
 		slot = log2_floor(us) + 1;

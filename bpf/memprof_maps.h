@@ -16,7 +16,11 @@
  *   frames        array of maps, chunk index -> a one-element mmapable
  *                 array of struct memprof_frame_chunk: the frame arena,
  *                 every stack's frames one after the other
- *   stack_ids     hash (allocated on use), 64-bit hash of the PCs -> stack id (dedupe)
+ *   stack_ids     hash (allocated on use), 64-bit hash of the PCs -> stack id
+ *                 (dedupe) of the stack table proper; inner_stack_ids the
+ *                 inner table's (two hashes: a hash's buckets are allocated
+ *                 whole, max_entries rounded up to a power of two, and
+ *                 65,536 + 4,096 entries in one took 131,072 buckets, 2 MiB)
  * The three arrays of maps grow with the stacks in use: the loader creates
  * their chunks as they are needed (userspace/trace/chunk_arena.h: a first
  * few at the start, then some kept created past the last one in use, at
@@ -29,8 +33,9 @@
  * innermost MEMPROF_INNER_DEPTH frames (MEMPROF_STACK_F_INNER), so the
  * allocating function still shows.  max_stacks is the loader's
  * --max-stacks (default MEMPROF_MAX_STACKS); stack_ids and lifetimes hold
- * max_stacks + MEMPROF_INNER_STACKS entries, stack_chunks and agg_chunks
- * as many ids (rounded up to whole chunks).  The inner table's chunks are
+ * max_stacks entries, inner_stack_ids and inner_lifetimes
+ * MEMPROF_INNER_STACKS, stack_chunks and agg_chunks max_stacks +
+ * MEMPROF_INNER_STACKS ids (rounded up to whole chunks).  The inner table's chunks are
  * those from the one holding id max_stacks on.  A new stack takes the next
  * id only if that id's chunk is created: else it goes to the inner table,
  * counted (MEMPROF_CNT_ARENA_BEHIND), taking nothing; an id taken whose
@@ -83,7 +88,9 @@
  * hash kept before took 5 MiB of kernel memory, preallocated, whatever the
  * target; an orphan of unknown origin in the range is counted with them.)
  *   lifetimes  hash (allocated on use), stack id -> struct memprof_lifetime_hist:
- *              only stacks with a death have one
+ *              only stacks with a death have one; ids below max_stacks
+ *              (the unknown stack's included), and inner_lifetimes the
+ *              inner table's
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could

@@ -154,12 +154,13 @@ static __always_inline __s64 frames_store(const struct stack_scratch *st, __u32 
 /*
  * Stack id of (st's first len PCs, flags), stored on first sight in the
  * id range [first, limit) through the counter *next (ids first + *next),
+ * known by its hash in ids (stack_ids, or inner_stack_ids for the inner table),
  * its frames in the arena's chunks [frame_base, + n_frame_chunks) through
  * *frame_next; MEMPROF_STACK_UNKNOWN if it cannot be, with *full set
  * when the range or the frames are used up (2: the frames; 3: the chunk
  * its frames would start in, or the chunk of its id, is not created yet).
  */
-static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
+static __always_inline __u32 stacks_intern(void *ids, const struct stack_scratch *st,
 					   const struct stack_hashes *hs, __u32 len, __u32 flags,
 					   __u32 *next, __u32 first, __u32 limit, __u32 *frame_next,
 					   __u32 frame_base, __u32 n_frame_chunks, int *full)
@@ -170,7 +171,7 @@ static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 	__s64 at;
 
 	*full = 0;
-	known = bpf_map_lookup_elem(&stack_ids, &h);
+	known = bpf_map_lookup_elem(ids, &h);
 	if (known)
 		return stacks_check(*known, hs->check, len, flags);
 	if (first + *next >= limit) {
@@ -207,10 +208,10 @@ static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 	slot->flags = flags;
 	slot->check = hs->check;
 	slot->len = len;
-	if (bpf_map_update_elem(&stack_ids, &h, &id, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(ids, &h, &id, BPF_NOEXIST) == 0)
 		return id;
 	/* Another CPU interned it first (our slot stays unused), or full. */
-	known = bpf_map_lookup_elem(&stack_ids, &h);
+	known = bpf_map_lookup_elem(ids, &h);
 	if (known)
 		return stacks_check(*known, hs->check, len, flags);
 	count(MEMPROF_CNT_DROP_STACK_HASH);

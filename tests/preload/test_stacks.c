@@ -213,6 +213,45 @@ Test(stacks, a_full_table_keeps_the_innermost_frames, .timeout = 300)
 	many_stacks(lx, 1);
 }
 
+/*
+ * The inner table's stacks keep their lifetimes: they are in a hash of
+ * their own (inner_lifetimes, bpf/memprof_maps.h), read with the stack
+ * table's.  With a table of 2 stacks, every sample of the program goes to
+ * the inner table, and leaf_alloc's blocks, freed at once, die young.
+ * With inner_lifetimes left unread, leaf_alloc had no death.
+ */
+Test(stacks, the_inner_tables_stacks_keep_their_lifetimes, .timeout = 300)
+{
+	const char *const pargs[] = {"1", "4096", NULL};
+	char csv[128], lx_csv[160];
+	const char *const lx[] = {"--rate", "1e-2",	   "--no-dwarf", "--max-stacks",
+				  "2",	    "--lifetimes", lx_csv,	 NULL};
+	struct traced t;
+	char *text, *line;
+	long long died_young = -1;
+
+	snprintf(csv, sizeof(csv), "/tmp/preload-stacks-lifetimes-%d.csv", (int)getpid());
+	snprintf(lx_csv, sizeof(lx_csv), "%s", csv);
+	run_traced_args(&t, "many", pargs, lx);
+	cr_expect_gt(log_number(t.loader_err, "inner_stacks "), 0, "no inner stacks: %s",
+		     t.loader_err);
+	text = read_file(csv);
+	cr_assert_not_null(text, "no %s: %s", csv, t.loader_err);
+	/* site,samples,p50_ms,p90_ms,p99_ms,still_live,died_young,... */
+	line = strstr(text, "\nleaf_alloc,");
+	if (line) {
+		const char *f = line + 1;
+
+		for (int i = 0; i < 6 && f; i++)
+			f = strchr(f, ',') ? strchr(f, ',') + 1 : NULL;
+		died_young = f ? strtoll(f, NULL, 10) : -1;
+	}
+	cr_expect_gt(died_young, 0, "leaf_alloc's blocks never died young:\n%s", text);
+	free(text);
+	unlink(csv);
+	traced_free(&t);
+}
+
 Test(stacks, deep_recursion_keeps_its_root_and_counts_cuts_exactly, .timeout = 300)
 {
 	/* Every 4 KiB block is sampled at rate 1 per word (1/8 per byte):

@@ -170,22 +170,22 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 
 uint64_t tracer_stack_memory(uint32_t max_stacks)
 {
-	uint64_t n = (uint64_t)max_stacks + MEMPROF_INNER_STACKS;
 	uint64_t buckets = 1;
 	uint32_t main = stack_main_chunks(max_stacks);
 
-	while (buckets < n)
+	while (buckets < max_stacks)
 		buckets *= 2;
 	/* The chunks created at the start (chunk_arena.h): the stack table's
 	 * and its aggregates' first and the inner table's, the frame arena's
-	 * first and the inner table's; and the buckets of the two hashes
-	 * (HTAB_BUCKET_BYTES each). */
+	 * first and the inner table's; and the buckets of the four hashes
+	 * (HTAB_BUCKET_BYTES each: stack_ids and lifetimes, and the inner
+	 * table's two). */
 	return (min_u64(main, MEMPROF_STACK_CHUNKS_FIRST) + stack_all_chunks(max_stacks) - main) *
 		   (sizeof(struct memprof_stack_chunk) + sizeof(struct memprof_agg_chunk)) +
 	       (min_u64(frame_chunks_of(max_stacks), MEMPROF_FRAME_CHUNKS_FIRST) +
 		MEMPROF_INNER_CHUNKS) *
 		   sizeof(struct memprof_frame_chunk) +
-	       2 * buckets * HTAB_BUCKET_BYTES;
+	       2 * (buckets + MEMPROF_INNER_STACKS) * HTAB_BUCKET_BYTES;
 }
 
 uint64_t tracer_stack_memory_used(void)
@@ -282,10 +282,8 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 					   stack_all_chunks(max_stacks))) ||
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.agg_chunks,
 					   stack_all_chunks(max_stacks))) ||
-	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_ids,
-					   max_stacks + MEMPROF_INNER_STACKS)) ||
-	    (rc = bpf_map__set_max_entries(tr->skel->maps.lifetimes,
-					   max_stacks + MEMPROF_INNER_STACKS)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_ids, max_stacks)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.lifetimes, max_stacks)) ||
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.frames,
 					   frame_chunks_of(max_stacks) + MEMPROF_INNER_CHUNKS))) {
 		snprintf(err, errlen, "cannot size the stack maps: %s", strerror(-rc));
@@ -582,18 +580,16 @@ uint32_t tracer_n_stacks(const struct tracer *tr)
 	return tr->synced_stacks;
 }
 
-int tracer_each_lifetime(struct tracer *tr,
-			 void (*each)(void *arg, uint32_t stack_id,
-				      const struct memprof_lifetime_hist *h),
-			 void *arg)
+/* tracer_each_lifetime's work on one of the two lifetime maps. */
+static int each_lifetime_of(const struct tracer *tr, int fd,
+			    void (*each)(void *arg, uint32_t stack_id,
+					 const struct memprof_lifetime_hist *h),
+			    void *arg)
 {
 	uint32_t n = tr->synced_stacks, keys[LIFETIMES_BATCH], cursor = 0;
 	struct memprof_lifetime_hist *vals;
-	int fd, first = 1, done = 0;
+	int first = 1, done = 0;
 
-	if (!tr->skel)
-		return -EBADF;
-	fd = bpf_map__fd(tr->skel->maps.lifetimes);
 	vals = malloc(LIFETIMES_BATCH * sizeof(*vals));
 	if (!vals)
 		return -ENOMEM;
@@ -617,6 +613,20 @@ int tracer_each_lifetime(struct tracer *tr,
 	}
 	free(vals);
 	return 0;
+}
+
+int tracer_each_lifetime(struct tracer *tr,
+			 void (*each)(void *arg, uint32_t stack_id,
+				      const struct memprof_lifetime_hist *h),
+			 void *arg)
+{
+	int rc;
+
+	if (!tr->skel)
+		return -EBADF;
+	rc = each_lifetime_of(tr, bpf_map__fd(tr->skel->maps.lifetimes), each, arg);
+	return rc ? rc
+		  : each_lifetime_of(tr, bpf_map__fd(tr->skel->maps.inner_lifetimes), each, arg);
 }
 
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c)
