@@ -41,8 +41,9 @@
  * counted (MEMPROF_CNT_ARENA_BEHIND), taking nothing; an id taken whose
  * chunk is missing (another CPU took the ids before it, past the last
  * chunk created) stays unused, zeros.  Invariant: every stack id in use is
- * in a created chunk of both stack_chunks and agg_chunks, so the loader,
- * which maps a chunk before it is in its array of maps, reads it mapped.
+ * in a created chunk of both stack_chunks and agg_chunks.  The loader maps
+ * a chunk once ids in it are in use (next_stack_id, next_inner_slot), before
+ * it reads those stacks: each mapped chunk counts whole in its RSS.
  * The frame arena: frames [0, max_stacks * MEMPROF_FRAMES_PER_STACK)
  * (rounded up to whole chunks) for the stack table, then
  * MEMPROF_INNER_CHUNKS chunks for the inner table.  A stack takes len
@@ -57,12 +58,12 @@
  * frames used up, or the chunk it would start in not created yet, goes to
  * the inner table as when its ids are (the latter counted,
  * MEMPROF_CNT_ARENA_BEHIND); it reserves nothing then.  Invariant: every
- * reserved frame is in a created chunk, so a stack the loader reads has
- * its frames in chunks the loader has mapped (it maps a chunk as it
- * creates it, before it is in the array of maps).  Invariant: a stack's
- * frames are reserved before its id, so every stack id below
- * next_stack_id read by the loader has its frames below next_frame read
- * after it.
+ * reserved frame is in a created chunk.  Invariant: a stack's frames are
+ * reserved before its id, so every stack id below next_stack_id read by
+ * the loader has its frames below next_frame (next_inner_frame) read after
+ * it: the loader maps the chunks below those before it reads the stacks
+ * (userspace/trace/tracer.c, tracer_sync), so a stack it reads has its
+ * frames mapped.
  *   block_slots     array (mmapable), id % home_slots -> struct memprof_block_slot:
  *                   a tracked block's home slot; home_slots is --max-blocks
  *                   when given, else sized from a first look at the target

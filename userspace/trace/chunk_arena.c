@@ -13,33 +13,32 @@
 /* The kernel's own "not supported" (an errno user space has no name for). */
 #define KERNEL_ENOTSUPP 524
 
-/* Create chunk i and map it at its place in the range (not yet in the
- * array of maps): 0, or -errno. */
+/* Create chunk i (not yet in the array of maps, not mapped): 0, or -errno. */
 static int chunk_create(struct chunk_arena *a, uint32_t i)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
 	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, a->name, sizeof(__u32), (__u32)a->chunk_bytes,
 				1, &opts);
-	void *at = (char *)a->base + (size_t)i * a->chunk_bytes;
 
 	if (fd < 0)
 		return -errno;
-	if (mmap(at, a->chunk_bytes, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
-		int rc = -errno;
-
-		close(fd);
-		return rc;
-	}
 	a->fds[i] = fd;
 	return 0;
 }
 
-/* Chunk i back to zeros, its map closed (it never was in the array of maps). */
-static void chunk_drop(struct chunk_arena *a, uint32_t i)
+/* Map chunk i, created, at its place in the range: 0, or -errno. */
+static int chunk_map(struct chunk_arena *a, uint32_t i)
 {
 	void *at = (char *)a->base + (size_t)i * a->chunk_bytes;
 
-	mmap(at, a->chunk_bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (mmap(at, a->chunk_bytes, PROT_READ, MAP_SHARED | MAP_FIXED, a->fds[i], 0) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+/* Chunk i closed (it never was in the array of maps, nor mapped). */
+static void chunk_drop(struct chunk_arena *a, uint32_t i)
+{
 	close(a->fds[i]);
 	a->fds[i] = -1;
 }
@@ -51,12 +50,10 @@ static int batch_unsupported(int err)
 }
 
 /*
- * Create chunks [from, to), map them, then put them into the array of maps
- * (the invariant of chunk_arena.h): in one batch, since each update of an
- * array of maps waits for a grace period of the kernel's (about 12 ms
- * here), the batch once; one by one where the kernel has no batch update
- * for it.  0, or -errno.  *added: how many of them, from `from` on, are in
- * the array of maps (they stay: the kernel side may store into them); the
+ * Create chunks [from, to), then put them into the array of maps: in one batch, since each update
+ * of an array of maps waits for a grace period of the kernel's (about 12 ms here), the batch once;
+ * one by one where the kernel has no batch update for it.  0, or -errno.  *added: how many of them,
+ * from `from` on, are in the array of maps (they stay: the kernel side may store into them); the
  * others are dropped.
  */
 static int chunks_add(struct chunk_arena *a, uint32_t from, uint32_t to, uint32_t *added)
@@ -162,6 +159,21 @@ int chunk_arena_grow(struct chunk_arena *a, uint32_t used)
 		return rc;
 	}
 	return 0;
+}
+
+int chunk_arena_map(struct chunk_arena *a, uint32_t main_used, uint32_t inner_used)
+{
+	int rc = 0;
+
+	if (main_used > a->created_main)
+		main_used = a->created_main;
+	if (inner_used > a->inner_chunks)
+		inner_used = a->inner_chunks;
+	for (; a->mapped_main < main_used && !rc; a->mapped_main += !rc)
+		rc = chunk_map(a, a->mapped_main);
+	for (; a->mapped_inner < inner_used && !rc; a->mapped_inner += !rc)
+		rc = chunk_map(a, a->main_chunks + a->mapped_inner);
+	return rc;
 }
 
 uint64_t map_fd_memlock(int fd)

@@ -104,15 +104,15 @@ static uint32_t stacks_in_use(const struct tracer *tr)
 	return n > tr->max_stacks ? tr->max_stacks : n;
 }
 
-/* Chunks of the stack table's part of the frame arena in use (read after
- * stacks_in_use: memprof_maps.h's invariant). */
-static uint32_t frame_chunks_in_use(const struct tracer *tr)
+/* Chunks of the frame arena holding the frames counted by *next (read
+ * after stacks_in_use: memprof_maps.h's invariant), at most max. */
+static uint32_t frame_chunks_in_use(const __u32 *next, uint32_t max)
 {
-	uint32_t main = __atomic_load_n(&tr->skel->bss->next_frame, __ATOMIC_ACQUIRE);
+	uint32_t frames = __atomic_load_n(next, __ATOMIC_ACQUIRE);
 	uint32_t chunks =
-	    (uint32_t)(((uint64_t)main + MEMPROF_FRAME_CHUNK - 1) / MEMPROF_FRAME_CHUNK);
+	    (uint32_t)(((uint64_t)frames + MEMPROF_FRAME_CHUNK - 1) / MEMPROF_FRAME_CHUNK);
 
-	return chunks < tr->frame_chunks ? chunks : tr->frame_chunks;
+	return chunks < max ? chunks : max;
 }
 
 /* Chunks of the stack table (and of its aggregates) in use: those holding
@@ -128,14 +128,27 @@ int tracer_sync(struct tracer *tr)
 {
 	uint32_t used = stacks_in_use(tr);
 	uint32_t stack_chunks = stack_chunks_in_use(tr);
+	/* Every chunk of the ids below used: the stack table's, then the
+	 * inner table's (chunk i holds the ids of [i, i + 1) chunks' worth). */
+	uint32_t id_chunks =
+	    (uint32_t)(((uint64_t)used + MEMPROF_STACK_CHUNK_IDS - 1) / MEMPROF_STACK_CHUNK_IDS);
+	uint32_t id_main = tr->stack_arena.main_chunks;
+	uint32_t id_inner = id_chunks > id_main ? id_chunks - id_main : 0;
+	/* The frames of those stacks, below the counters read after used. */
+	uint32_t frames_main = frame_chunks_in_use(&tr->skel->bss->next_frame, tr->frame_chunks);
+	uint32_t frames_inner =
+	    frame_chunks_in_use(&tr->skel->bss->next_inner_frame, MEMPROF_INNER_CHUNKS);
 	int rc;
 
-	/* The chunks are mapped as they are created: grow the tables ahead. */
+	/* Grow the tables ahead of their use, and map what is in use. */
 	if ((rc = chunk_arena_grow(&tr->stack_arena, stack_chunks)) ||
 	    (rc = chunk_arena_grow(&tr->agg_arena, stack_chunks)) ||
-	    (rc = chunk_arena_grow(&tr->frame_arena, frame_chunks_in_use(tr))))
+	    (rc = chunk_arena_grow(&tr->frame_arena, frames_main)) ||
+	    (rc = chunk_arena_map(&tr->stack_arena, id_chunks, id_inner)) ||
+	    (rc = chunk_arena_map(&tr->agg_arena, id_chunks, id_inner)) ||
+	    (rc = chunk_arena_map(&tr->frame_arena, frames_main, frames_inner)))
 		return rc;
-	/* Invariant (tracer.h): the stacks below synced_stacks have their frames mapped. */
+	/* Invariant (tracer.h): the stacks below synced_stacks are mapped, their frames too. */
 	tr->synced_stacks = used;
 	return 0;
 }

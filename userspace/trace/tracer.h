@@ -48,8 +48,8 @@ struct tracer {
 	size_t n_links;
 	/*
 	 * The stack table, its aggregates and the frame arena, each a table
-	 * that grows (chunk_arena.h): mapped as their chunks are created, each
-	 * at one address, stacks and aggs indexed by stack id, frames
+	 * that grows (chunk_arena.h): its chunks mapped as they come into use,
+	 * each table at one address, stacks and aggs indexed by stack id, frames
 	 * n_frames long.  Invariant: the synced_stacks stacks read at the last
 	 * tracer_sync (tracer_n_stacks) are mapped, their frames below n_frames.
 	 */
