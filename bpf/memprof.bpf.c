@@ -166,6 +166,15 @@ struct {
 	__type(value, struct memprof_lifetime_hist);
 } inner_lifetimes SEC(".maps");
 
+/* Carries of the lifetime histograms' 32-bit slots (memprof_maps.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MEMPROF_LIFETIME_CARRIES);
+	__type(key, __u64);
+	__type(value, __u64);
+} lifetime_carries SEC(".maps");
+
 /*
  * Scratch copies of the sampled stack, per CPU and per nesting level: a
  * uprobe handler runs with migration disabled but may be preempted by
@@ -593,30 +602,53 @@ static __always_inline struct memprof_lifetime_hist *lifetime_hist(void *map, __
 	return bpf_map_lookup_elem(map, &stack_id);
 }
 
+/* carry units of 2^32 samples to a histogram slot (memprof_maps.h). */
+static __always_inline void lifetime_carry(__u32 stack_id, __u32 death, __u32 slot, __u64 carry)
+{
+	__u64 key = MEMPROF_LIFETIME_CARRY_KEY(stack_id, death, slot), zero = 0, *c;
+
+	c = bpf_map_lookup_elem(&lifetime_carries, &key);
+	if (!c) {
+		bpf_map_update_elem(&lifetime_carries, &key, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&lifetime_carries, &key);
+	}
+	if (c)
+		__sync_fetch_and_add(c, carry);
+	else
+		count(MEMPROF_CNT_LIFETIME_CARRIES_LOST);
+}
+
 /*
  * A tracked block died: its lifetime goes to its stack's histogram of that
  * kind of death (memprof_maps.h gives the slots).  One hash lookup (and an
- * insert at the stack's first death), and one atomic add.
+ * insert at the stack's first death), and one atomic add.  A global
+ * function, verified once on its own: inlined, its branches (two maps, a
+ * carry) were verified again on every path of memprof_events to it, 19,019
+ * instructions processed for 918.
  */
-static __always_inline void lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples,
-					 __u64 alloc_ns, __u64 now)
+__noinline int lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples, __u64 alloc_ns, __u64 now)
 {
 	struct memprof_lifetime_hist *h = stack_id < max_stacks
 					      ? lifetime_hist(&lifetimes, stack_id)
 					      : lifetime_hist(&inner_lifetimes, stack_id);
-	__u64 us;
-	__u32 slot = 0;
+	__u64 us, carry = n_samples >> 32;
+	__u32 slot = 0,
+	      death = kind == MEMPROF_PROBE_KIND_MINOR ? MEMPROF_DIED_YOUNG : MEMPROF_DIED_OLD,
+	      low = (__u32)n_samples, was;
 
 	if (!h)
-		return;
+		return 0;
 	us = now > alloc_ns ? (now - alloc_ns) / 1000 : 0;
 	if (us)
 		slot = log2_floor(us) + 1;
 	if (slot >= MEMPROF_LIFETIME_SLOTS)
 		slot = MEMPROF_LIFETIME_SLOTS - 1;
-	__sync_fetch_and_add(&h->slots[kind == MEMPROF_PROBE_KIND_MINOR ? MEMPROF_DIED_YOUNG
-									: MEMPROF_DIED_OLD][slot],
-			     n_samples);
+	was = __sync_fetch_and_add(&h->slots[death][slot], low);
+	if ((__u32)(was + low) < was)
+		carry++;
+	if (carry)
+		lifetime_carry(stack_id, death, slot, carry);
+	return 0;
 }
 
 static __always_inline void on_promote(__u64 id)

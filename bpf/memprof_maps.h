@@ -91,7 +91,8 @@
  *   lifetimes  hash (allocated on use), stack id -> struct memprof_lifetime_hist:
  *              only stacks with a death have one; ids below max_stacks
  *              (the unknown stack's included), and inner_lifetimes the
- *              inner table's
+ *              inner table's; lifetime_carries (allocated on use) the
+ *              carries of their 32-bit slots (struct memprof_lifetime_hist)
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
@@ -273,8 +274,20 @@ struct memprof_block_slot {
  * the block's n_samples to its slot: the histogram weighs lifetimes as the
  * views weigh bytes.  Blocks still alive when the loader stops are not here:
  * the loader reads their ages from the block map (censored lifetimes).
+ *
+ * A slot counts in 32 bits (half the memory: a histogram is most of what a
+ * stack in use costs the kernel): when an add wraps it past 2^32, or adds
+ * n_samples of 2^32 or more, the carry (the 2^32 units) goes to the hash
+ * lifetime_carries under MEMPROF_LIFETIME_CARRY_KEY(stack id, death, slot),
+ * allocated on use; the loader adds them back (struct
+ * memprof_lifetime_counts), so the counts are exact.  A carry that finds
+ * lifetime_carries full (MEMPROF_LIFETIME_CARRIES slots wrapped) is counted
+ * (MEMPROF_CNT_LIFETIME_CARRIES_LOST): its slot is short by 2^32 each.
  */
 #define MEMPROF_LIFETIME_SLOTS 36
+#define MEMPROF_LIFETIME_CARRIES 4096
+#define MEMPROF_LIFETIME_CARRY_KEY(stack_id, death, slot)                                          \
+	(((__u64)(stack_id) << 16) | ((__u64)(death) << 8) | (__u64)(slot))
 enum memprof_death {
 	MEMPROF_DIED_YOUNG = 0, /* dealloc of kind minor (the short view) */
 	MEMPROF_DIED_OLD = 1,	/* dealloc of kind major */
@@ -282,6 +295,11 @@ enum memprof_death {
 };
 
 struct memprof_lifetime_hist {
+	__u32 slots[MEMPROF_N_DEATHS][MEMPROF_LIFETIME_SLOTS];
+};
+
+/* A histogram with its carries added (the loader's, never in a map). */
+struct memprof_lifetime_counts {
 	__u64 slots[MEMPROF_N_DEATHS][MEMPROF_LIFETIME_SLOTS];
 };
 
@@ -342,6 +360,9 @@ enum memprof_counter {
 	 * period each, go after the output is written).
 	 */
 	MEMPROF_CNT_LATE_SAMPLES,
+	/* Carries of a lifetime slot past 2^32 samples that found
+	 * lifetime_carries full (struct memprof_lifetime_hist) */
+	MEMPROF_CNT_LIFETIME_CARRIES_LOST,
 	MEMPROF_N_COUNTERS,
 };
 

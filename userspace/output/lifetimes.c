@@ -119,7 +119,7 @@ struct by_id {
 	uint32_t n;
 };
 
-static void hist_of(void *arg, uint32_t stack_id, const struct memprof_lifetime_hist *h)
+static void hist_of(void *arg, uint32_t stack_id, const struct memprof_lifetime_counts *h)
 {
 	const struct by_id *b = arg;
 

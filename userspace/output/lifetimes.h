@@ -27,7 +27,7 @@ struct lifetime_dist {
 
 /* One stack's histogram of the blocks that died, as a reader hands it over. */
 typedef void (*lifetime_hist_fn)(void *arg, uint32_t stack_id,
-				 const struct memprof_lifetime_hist *h);
+				 const struct memprof_lifetime_counts *h);
 /*
  * Hand every histogram of the blocks that died to each (stack ids of
  * stacks with a death, in no order; a batch at a time from the kernel's

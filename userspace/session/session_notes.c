@@ -188,6 +188,7 @@ static void warn_lost(const struct tracer *tr, const char *who)
 	uint64_t unexplained = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
 			       tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
 	uint64_t bad = tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS);
+	uint64_t carries = tracer_counter(tr, MEMPROF_CNT_LIFETIME_CARRIES_LOST);
 	char line[1024] = "", why[256] = "";
 
 	if (dropped) {
@@ -211,6 +212,11 @@ static void warn_lost(const struct tracer *tr, const char *who)
 			 unexplained);
 	if (bad)
 		part_add(line, sizeof(line), "%" PRIu64 " events unreadable or malformed", bad);
+	if (carries)
+		part_add(line, sizeof(line),
+			 "%" PRIu64 " carries of lifetime counts past 2^32 samples (a slot of a "
+			 "stack's histogram is short by 2^32 each)",
+			 carries);
 	if (*line)
 		fprintf(stderr, "memprof-bpf: warning:%s data lost: %s\n", who, line);
 }
@@ -238,7 +244,7 @@ static void stats_line(const struct tracer *tr, const char *who)
 	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 " orphans_map_full %" PRIu64
 	    " orphans_before_attach %" PRIu64 " event_batches %" PRIu64 " cut_stacks %" PRIu64
 	    " inner_stacks %" PRIu64 " overflow_blocks %" PRIu64 " sample_batches %" PRIu64
-	    " late_samples %" PRIu64 "\n",
+	    " late_samples %" PRIu64 " lifetime_carries_lost %" PRIu64 "\n",
 	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
 	    unexplained + map_full + early, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
@@ -250,7 +256,8 @@ static void stats_line(const struct tracer *tr, const char *who)
 	    tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
 	    tracer_counter(tr, MEMPROF_CNT_OVERFLOW_BLOCKS),
 	    tracer_counter(tr, MEMPROF_CNT_SAMPLE_BATCHES),
-	    tracer_counter(tr, MEMPROF_CNT_LATE_SAMPLES));
+	    tracer_counter(tr, MEMPROF_CNT_LATE_SAMPLES),
+	    tracer_counter(tr, MEMPROF_CNT_LIFETIME_CARRIES_LOST));
 }
 
 static void report_one(const struct session *s, const struct traced *p)

@@ -121,11 +121,12 @@ int tracer_sync(struct tracer *tr);
  * to read. */
 uint32_t tracer_n_stacks(const struct tracer *tr);
 /* Hand each stack's lifetime histogram (stack ids below tracer_n_stacks
- * with a death) to each(arg, id, hist), a batch of the kernel's map at a
- * time: no copy of the whole table.  0 or -errno. */
+ * with a death), its carries added (memprof_maps.h), to each(arg, id,
+ * counts), a batch of the kernel's map at a time: no copy of the whole
+ * table.  0 or -errno. */
 int tracer_each_lifetime(struct tracer *tr,
 			 void (*each)(void *arg, uint32_t stack_id,
-				      const struct memprof_lifetime_hist *h),
+				      const struct memprof_lifetime_counts *h),
 			 void *arg);
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c);
 void tracer_close(struct tracer *tr);
