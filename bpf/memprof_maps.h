@@ -132,10 +132,13 @@
 #define MEMPROF_STACK_CHUNK_IDS 2048
 /* Chunks of the stack table (and of its aggregates) created at the start
  * (16,384 ids, as many stacks as the frame arena's first chunks hold on
- * average), and kept created past the last one in use (4,096 ids: the new
- * stacks of about 100 ms, one poll, at 40,000 a second). */
+ * average), and kept created past the last one in use (8,192 ids: at
+ * least the stacks the frame arena's chunks ahead hold, 4,000 to 6,000;
+ * with 4,096 a burst of 65,536 new stacks on a loaded machine left 3 to 5
+ * times as many samples in the inner table as the frames alone did).  Up
+ * to 10,000 stacks the first chunks are all there is. */
 #define MEMPROF_STACK_CHUNKS_FIRST 8
-#define MEMPROF_STACK_CHUNKS_AHEAD 2
+#define MEMPROF_STACK_CHUNKS_AHEAD 4
 /* The inner table's chunks. */
 #define MEMPROF_INNER_CHUNKS                                                                       \
 	((MEMPROF_INNER_STACKS * MEMPROF_INNER_DEPTH + MEMPROF_FRAME_CHUNK - 1) /                  \

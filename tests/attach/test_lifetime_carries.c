@@ -45,7 +45,7 @@ Test(lifetime_carries, slots_past_two_to_the_32_keep_exact_counts, .timeout = 12
 {
 	char dir[128], err[192], tout[192], csv[192], pid[16];
 	const char *targs[] = {"--wait-tracers", "1", "--iterations", "20000", "--sample-scale",
-			       CARRY_SCALE, NULL};
+			       CARRY_SCALE,	 NULL};
 	struct site_table t;
 	pid_t trig;
 
@@ -56,8 +56,8 @@ Test(lifetime_carries, slots_past_two_to_the_32_keep_exact_counts, .timeout = 12
 	trig = trigger_start(dir, tout, targs);
 	cr_assert_gt(trig, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)trig);
-	const char *args[] = {"attach", pid,	     "-v", "--rate",	  "1e-3", "--no-dwarf",
-			      "-o",	"/dev/null", "--lifetimes", csv, NULL};
+	const char *args[] = {"attach", pid,	     "-v",	    "--rate", "1e-3", "--no-dwarf",
+			      "-o",	"/dev/null", "--lifetimes", csv,      NULL};
 	cr_assert_eq(loader_run(err, args), EXIT_OK, "the loader failed: %s", read_file(err));
 	cr_assert_eq(wait_exit(trig), 0, "the trigger failed");
 	cr_assert_eq(site_table_read_lines(tout, &t), 0, "no trigger output");

@@ -307,7 +307,7 @@ static void report_one(const struct session *s, const struct traced *p)
 			who, tr->max_stacks, tr->frame_chunks * MEMPROF_FRAME_CHUNK,
 			tracer_counter(tr, MEMPROF_CNT_FRAMES_FULL) ? " (its frames used up)" : "",
 			tracer_counter(tr, MEMPROF_CNT_ARENA_BEHIND)
-			    ? " (or its frames not grown yet: new stacks came faster than the "
+			    ? " (or its chunks not grown yet: new stacks came faster than the "
 			      "loader's polls)"
 			    : "",
 			tracer_counter(tr, MEMPROF_CNT_INNER_STACKS), MEMPROF_INNER_DEPTH);
