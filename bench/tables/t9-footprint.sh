@@ -168,10 +168,12 @@ of `--max-blocks`, 262,144: a smaller hash would make `--max-blocks` no longer t
 program shows its 10,000 stacks within about 40 ms, before the loader's first poll);
 `lifetimes` 4.4 MiB (1 MiB of buckets and 344 bytes per stack with a death); the stack
 entries and aggregates 2.7 MiB (11 chunks); `stack_ids` 1.7 MiB; `block_slots` 1.0 MiB (its
-least). Loader: its peak is the symbolization: about 9 MiB before the stop (libraries, the
-chunks in use mapped), 4 MiB of profile, and 12-16 MiB for libdwfl and the DWARF of libc
-(Debian's libc6-dbg: compressed sections, which libdw decompresses whole when it opens the
-file, 10 MiB) and of the program, freed before the output; with `--no-dwarf` the peak is 22
+least). Loader: its peak is the symbolization, 9 MiB before the stop and the rest for
+libdwfl and the profile; /proc/PID/smaps read during the stop, at its largest (27.6 MiB): heap
+and anonymous mappings 14.8 MiB (the profile, about 4, and libdw's copies of the DWARF of libc,
+whose compressed sections in Debian's libc6-dbg it decompresses whole when it opens the file, 10
+MiB), the debug files mapped 4.0, shared libraries 4.7, the map chunks in use 2.9, the loader's
+own code 1.0. The DWARF readers are freed before the output; with `--no-dwarf` the peak is 22
 MiB. At 65,536 stacks the lifetimes take 23 MiB and a burst of new stacks faster than the
 polls leaves 37,000-73,000 samples in the inner table (the whole table preallocated before:
 32,000-63,000 on the same loaded machine). Stop to output: the symbolization of even one
