@@ -23,9 +23,10 @@
  *                 65,536 + 4,096 entries in one took 131,072 buckets, 2 MiB)
  * The three arrays of maps grow with the stacks in use: the loader creates
  * their chunks as they are needed (userspace/trace/chunk_arena.h: a first
- * few at the start, then some kept created past the last one in use, at
- * each poll: MEMPROF_STACK_CHUNKS_FIRST and _AHEAD, MEMPROF_FRAME_CHUNKS_FIRST
- * and _AHEAD), the inner table's chunks all at the start.  A chunk not
+ * few at the start, then some kept created past the last one in use,
+ * every SESSION_GROW_MS (10 ms) between its polls and at each poll:
+ * MEMPROF_STACK_CHUNKS_FIRST and _AHEAD, MEMPROF_FRAME_CHUNKS_FIRST and
+ * _AHEAD), the inner table's chunks all at the start.  A chunk not
  * created is NULL in its array of maps.
  * Stack ids: [1, max_stacks) is the stack table proper, first come first
  * served; [max_stacks, max_stacks + MEMPROF_INNER_STACKS) is the inner
@@ -119,25 +120,26 @@
  * puts into the array of maps costs it a wait for a grace period of the
  * kernel's (about 12 ms here). */
 #define MEMPROF_CHUNK_FRAMES (MEMPROF_FRAME_CHUNK + MEMPROF_STACK_DEPTH)
-/* Chunks of the stack table's part of the arena created at the start (4 MiB,
- * about 16,000 stacks of 32 frames: the burst of new stacks a program
- * gives in its first moments attached), and kept created past the last one
- * in use (about 4,000 new stacks between two of the loader's polls, 100 ms
- * apart: 40,000 a second). */
-#define MEMPROF_FRAME_CHUNKS_FIRST 16
+/* Chunks of the stack table's part of the arena created at the start (2 MiB,
+ * about 8,000 stacks of 32 frames: the new stacks a program gives in its
+ * first moments attached, before the loader's first look 10 ms later), and
+ * kept created past the last one in use (about 4,000 new stacks: the
+ * loader looks every 10 ms, each look that adds chunks waits for a kernel
+ * grace period, about 12 ms). */
+#define MEMPROF_FRAME_CHUNKS_FIRST 8
 #define MEMPROF_FRAME_CHUNKS_AHEAD 4
 /* Stack ids per chunk of stack_chunks and agg_chunks (a power of two: an
  * id's place in its chunk is a mask the verifier bounds): 48 KiB of
  * stacks and 192 KiB of aggregates, whole pages. */
 #define MEMPROF_STACK_CHUNK_IDS 2048
 /* Chunks of the stack table (and of its aggregates) created at the start
- * (16,384 ids, as many stacks as the frame arena's first chunks hold on
+ * (8,192 ids, as many stacks as the frame arena's first chunks hold on
  * average), and kept created past the last one in use (8,192 ids: at
  * least the stacks the frame arena's chunks ahead hold, 4,000 to 6,000;
- * with 4,096 a burst of 65,536 new stacks on a loaded machine left 3 to 5
- * times as many samples in the inner table as the frames alone did).  Up
- * to 10,000 stacks the first chunks are all there is. */
-#define MEMPROF_STACK_CHUNKS_FIRST 8
+ * with 4,096, and growth at the polls only, a burst of 65,536 new stacks
+ * on a loaded machine left 3 to 5 times as many samples in the inner table
+ * as the frames alone did). */
+#define MEMPROF_STACK_CHUNKS_FIRST 4
 #define MEMPROF_STACK_CHUNKS_AHEAD 4
 /* The inner table's chunks. */
 #define MEMPROF_INNER_CHUNKS                                                                       \

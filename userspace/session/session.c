@@ -532,6 +532,16 @@ int session_poll(struct session *s, unsigned poll)
 	return alive;
 }
 
+void session_grow(struct session *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+
+		if (p->opened && p->tr.skel && !p->exited)
+			tracer_sync(&p->tr); /* a failure is said at the next poll */
+	}
+}
+
 /*
  * How long detach waits for the targets to hand over their queued events:
  * while some target that has not served its request still uses CPU time
