@@ -139,13 +139,22 @@ struct {
 	__type(value, struct memprof_block_slot);
 } block_slots SEC(".maps");
 
-/* ... and the blocks whose home slot was taken; elements allocated on use. */
-struct {
+/* ... and the blocks whose home slot was taken, in the levels of the
+ * overflow (memprof_maps.h): hashes the loader creates as they are needed,
+ * each a map of its own like this template, elements allocated on use. */
+struct overflow_level_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, MEMPROF_MAX_BLOCKS);
+	__uint(max_entries, 1);
 	__type(key, __u64);
 	__type(value, struct memprof_block);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, MEMPROF_OVERFLOW_LEVELS);
+	__type(key, __u32);
+	__array(values, struct overflow_level_map);
 } blocks_overflow SEC(".maps");
 
 /* The lifetimes of the stack table's stacks and of the inner table's
@@ -367,12 +376,37 @@ static __always_inline struct memprof_block_slot *blocks_home(__u64 id)
 	return bpf_map_lookup_elem(&block_slots, &k);
 }
 
+/* Level k of the overflow, or NULL if the loader has not created it. */
+static __always_inline void *overflow_level(__u32 k)
+{
+	return bpf_map_lookup_elem(&blocks_overflow, &k);
+}
+
+/* Block id in the overflow, or NULL. */
+static __always_inline struct memprof_block *overflow_find(__u64 id)
+{
+	for (__u32 k = 0; k < MEMPROF_OVERFLOW_LEVELS; k++) {
+		void *level = overflow_level(k);
+		struct memprof_block *b;
+
+		if (!level)
+			return NULL;
+		b = bpf_map_lookup_elem(level, &id);
+		if (b)
+			return b;
+	}
+	return NULL;
+}
+
 /*
- * Start tracking block id: 0, BLOCKS_DUPLICATE (id is tracked already) or
- * BLOCKS_FULL (max_blocks are).  Its home slot if free, else the overflow.
+ * Start tracking block id: 0, BLOCKS_DUPLICATE (id is tracked already),
+ * BLOCKS_FULL (max_blocks are) or BLOCKS_BEHIND (the levels of the overflow
+ * created so far are full).  Its home slot if free, else the overflow's
+ * first level with room.
  */
 #define BLOCKS_DUPLICATE 1
 #define BLOCKS_FULL 2
+#define BLOCKS_BEHIND 3
 static __always_inline int blocks_insert(__u64 id, const struct memprof_block *b)
 {
 	struct memprof_block_slot *s = blocks_home(id);
@@ -384,19 +418,30 @@ static __always_inline int blocks_insert(__u64 id, const struct memprof_block *b
 	}
 	if (s && s->id == id)
 		rc = BLOCKS_DUPLICATE;
-	else if (n_overflow && bpf_map_lookup_elem(&blocks_overflow, &id))
+	else if (n_overflow && overflow_find(id))
 		rc = BLOCKS_DUPLICATE;
 	else if (s && __sync_val_compare_and_swap(&s->id, 0, id | MEMPROF_BLOCK_SLOT_BUSY) == 0) {
 		s->b = *b;
 		/* Publishes b (an atomic exchange is a full barrier). */
 		__sync_lock_test_and_set(&s->id, id);
 		return 0;
-	} else if (bpf_map_update_elem(&blocks_overflow, &id, b, BPF_NOEXIST) == 0) {
-		__sync_fetch_and_add(&n_overflow, 1);
-		count(MEMPROF_CNT_OVERFLOW_BLOCKS);
-		return 0;
 	} else {
-		rc = bpf_map_lookup_elem(&blocks_overflow, &id) ? BLOCKS_DUPLICATE : BLOCKS_FULL;
+		rc = BLOCKS_BEHIND;
+		for (__u32 k = 0; k < MEMPROF_OVERFLOW_LEVELS; k++) {
+			void *level = overflow_level(k);
+
+			if (!level)
+				break;
+			if (bpf_map_update_elem(level, &id, b, BPF_NOEXIST) == 0) {
+				__sync_fetch_and_add(&n_overflow, 1);
+				count(MEMPROF_CNT_OVERFLOW_BLOCKS);
+				return 0;
+			}
+			if (bpf_map_lookup_elem(level, &id)) {
+				rc = BLOCKS_DUPLICATE;
+				break;
+			}
+		}
 	}
 	__sync_fetch_and_add(&n_blocks, -1);
 	return rc;
@@ -414,7 +459,7 @@ static __always_inline struct memprof_block *blocks_find(__u64 id, struct mempro
 	}
 	if (!n_overflow)
 		return NULL;
-	return bpf_map_lookup_elem(&blocks_overflow, &id);
+	return overflow_find(id);
 }
 
 /* Stop tracking block id (found by blocks_find): 0, or -1 if another death took it first. */
@@ -424,7 +469,17 @@ static __always_inline int blocks_remove(__u64 id, struct memprof_block_slot *ho
 		if (__sync_val_compare_and_swap(&home->id, id, 0) != id)
 			return -1;
 	} else {
-		if (bpf_map_delete_elem(&blocks_overflow, &id))
+		int gone = -1;
+
+		/* The level that holds it (no other can: an id is inserted once). */
+		for (__u32 k = 0; k < MEMPROF_OVERFLOW_LEVELS && gone; k++) {
+			void *level = overflow_level(k);
+
+			if (!level)
+				break;
+			gone = bpf_map_delete_elem(level, &id);
+		}
+		if (gone)
 			return -1;
 		__sync_fetch_and_add(&n_overflow, -1);
 	}
@@ -511,7 +566,8 @@ __noinline int sample_one(const struct sample_rec *r)
 		return 0;
 	}
 	if (err) {
-		count(MEMPROF_CNT_DROP_BLOCKS_FULL);
+		count(err == BLOCKS_BEHIND ? MEMPROF_CNT_DROP_OVERFLOW_BEHIND
+					   : MEMPROF_CNT_DROP_BLOCKS_FULL);
 		untracked_add(id);
 		return 0;
 	}

@@ -70,8 +70,23 @@
  *                   when given, else sized from a first look at the target
  *                   (tracer_home_slots: its resident memory at the rate, 4
  *                   times over, at least MEMPROF_BLOCK_HOME_SLOTS_MIN)
- *   blocks_overflow hash (allocated on use), block id -> struct memprof_block:
- *                   tracked blocks whose home slot was taken
+ *   blocks_overflow array of maps, level -> a hash (allocated on use), block
+ *                   id -> struct memprof_block: tracked blocks whose home
+ *                   slot was taken, in levels the loader creates as they
+ *                   are needed: level k holds overflow_level_entries(k) =
+ *                   min(MEMPROF_OVERFLOW_FIRST << 2k, max_blocks) blocks, the
+ *                   last (MEMPROF_OVERFLOW_LEVELS - 1) max_blocks: alone it
+ *                   holds every block --max-blocks allows.  A hash's
+ *                   buckets are allocated whole (262,144 for the default
+ *                   --max-blocks: 4 MiB, in use or not), so level 0 is
+ *                   created at the start (256 KiB of buckets) and level k +
+ *                   1 once the overflow holds half of what the levels
+ *                   created hold (the loader looks every 10 ms).  A block
+ *                   goes to the first level with room; a lookup or a
+ *                   removal tries the levels in order.  A block that finds
+ *                   the levels created full is not tracked, counted
+ *                   (MEMPROF_CNT_DROP_OVERFLOW_BEHIND: the loader did not
+ *                   keep up)
  * The block map is the two together.  A sample costs one store in its home
  * slot (block ids increase, so consecutive samples use consecutive slots:
  * no hashing, no bucket lock, no element allocation), and a death one
@@ -147,6 +162,10 @@
 	 MEMPROF_FRAME_CHUNK)
 /* Tracked blocks alive at once. */
 #define MEMPROF_MAX_BLOCKS 262144
+/* Levels of the block map's overflow (memprof_maps.h: blocks_overflow), and
+ * level 0's blocks: 16,384, 65,536, then max_blocks. */
+#define MEMPROF_OVERFLOW_LEVELS 3
+#define MEMPROF_OVERFLOW_FIRST 16384
 /* Home slots of the block map at the least (1 MiB) when sized from the target. */
 #define MEMPROF_BLOCK_HOME_SLOTS_MIN 16384
 #define MEMPROF_STACK_UNKNOWN 0u
@@ -368,6 +387,9 @@ enum memprof_counter {
 	/* Carries of a lifetime slot past 2^32 samples that found
 	 * lifetime_carries full (struct memprof_lifetime_hist) */
 	MEMPROF_CNT_LIFETIME_CARRIES_LOST,
+	/* block map: the overflow's levels created so far full (the loader
+	 * had not created the next one yet): block not tracked */
+	MEMPROF_CNT_DROP_OVERFLOW_BEHIND,
 	MEMPROF_N_COUNTERS,
 };
 

@@ -41,6 +41,7 @@ void session_note(struct session *s, const char *fmt, ...)
 static uint64_t drops_of(const struct tracer *tr)
 {
 	return tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL) +
+	       tracer_counter(tr, MEMPROF_CNT_DROP_OVERFLOW_BEHIND) +
 	       tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL) +
 	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH) +
 	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ) +
@@ -173,15 +174,16 @@ static void part_add(char *line, size_t len, const char *fmt, ...)
  */
 static void warn_lost(const struct tracer *tr, const char *who)
 {
-	static const char *const causes[] = {"block map full", "stack table full",
-					     "stack hash full", "stack unreadable",
-					     "stack hash collision"};
+	static const char *const causes[] = {
+	    "block map full",	"stack table full",	"stack hash full",
+	    "stack unreadable", "stack hash collision", "block map's overflow not grown yet"};
 	uint64_t drops[] = {
 	    tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_OVERFLOW_BEHIND),
 	};
 	uint64_t dropped = drops_of(tr);
 	uint64_t dups = tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS);

@@ -144,7 +144,9 @@ int tracer_sync(struct tracer *tr)
 	    (rc = chunk_arena_grow(&tr->frame_arena, frames_main)) ||
 	    (rc = chunk_arena_map(&tr->stack_arena, id_chunks, id_inner)) ||
 	    (rc = chunk_arena_map(&tr->agg_arena, id_chunks, id_inner)) ||
-	    (rc = chunk_arena_map(&tr->frame_arena, frames_main, frames_inner)))
+	    (rc = chunk_arena_map(&tr->frame_arena, frames_main, frames_inner)) ||
+	    (rc = overflow_levels_grow(
+		 &tr->overflow, __atomic_load_n(&tr->skel->bss->n_overflow, __ATOMIC_RELAXED))))
 		return rc;
 	/* Invariant (tracer.h): the stacks below synced_stacks are mapped, their frames too. */
 	tr->synced_stacks = used;
@@ -278,8 +280,7 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 	tr->home_slots = home_slots;
 	tr->skel->rodata->max_blocks = max_blocks;
 	tr->skel->rodata->home_slots = home_slots;
-	if ((rc = bpf_map__set_max_entries(tr->skel->maps.block_slots, home_slots)) ||
-	    (rc = bpf_map__set_max_entries(tr->skel->maps.blocks_overflow, max_blocks))) {
+	if ((rc = bpf_map__set_max_entries(tr->skel->maps.block_slots, home_slots))) {
 		snprintf(err, errlen, "cannot size the block map: %s", strerror(-rc));
 		return TRACER_FAILED;
 	}
@@ -356,6 +357,12 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 	}
 	if (rc) {
 		snprintf(err, errlen, "cannot create the stack table's chunks: %s", strerror(-rc));
+		return status_of(rc);
+	}
+	rc = overflow_levels_open(&tr->overflow, bpf_map__fd(tr->skel->maps.blocks_overflow),
+				  max_blocks);
+	if (rc) {
+		snprintf(err, errlen, "cannot create the block map's overflow: %s", strerror(-rc));
 		return status_of(rc);
 	}
 	tr->stacks = tr->stack_arena.base;
@@ -556,17 +563,14 @@ static int read_block_slots(struct tracer *tr)
 	return 0;
 }
 
-int tracer_read_blocks(struct tracer *tr)
+/* The blocks of one level of the overflow (fd), by batch lookups. */
+static int read_overflow_level(struct tracer *tr, int fd)
 {
-	int fd = bpf_map__fd(tr->skel->maps.blocks_overflow);
 	__u64 keys[BLOCKS_BATCH];
 	struct memprof_block vals[BLOCKS_BATCH];
 	__u32 cursor = 0;
-	int first = 1, done = 0, rc;
+	int first = 1, done = 0;
 
-	tr->n_blocks = 0;
-	if ((rc = read_block_slots(tr)))
-		return rc;
 	while (!done) {
 		__u32 count = BLOCKS_BATCH;
 		int rc = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor, keys, vals,
@@ -583,6 +587,19 @@ int tracer_read_blocks(struct tracer *tr)
 		for (__u32 i = 0; i < count; i++)
 			tr->blocks[tr->n_blocks++] = (struct tracked_block){keys[i], vals[i]};
 	}
+	return 0;
+}
+
+int tracer_read_blocks(struct tracer *tr)
+{
+	int rc;
+
+	tr->n_blocks = 0;
+	if ((rc = read_block_slots(tr)))
+		return rc;
+	for (uint32_t k = 0; k < tr->overflow.created; k++)
+		if ((rc = read_overflow_level(tr, tr->overflow.fds[k])))
+			return rc;
 	return 0;
 }
 
@@ -612,6 +629,7 @@ void tracer_close(struct tracer *tr)
 		chunk_arena_close(&tr->agg_arena);
 	if (tr->frame_arena.base)
 		chunk_arena_close(&tr->frame_arena);
+	overflow_levels_close(&tr->overflow);
 	memprof_bpf__destroy(tr->skel);
 	free(tr->blocks);
 	memset(tr, 0, sizeof(*tr));
@@ -653,6 +671,8 @@ uint64_t tracer_map_memory(const struct tracer *tr, char *buf, size_t len)
 			bytes += chunk_arena_memory(&tr->stack_arena);
 		else if (map == tr->skel->maps.agg_chunks)
 			bytes += chunk_arena_memory(&tr->agg_arena);
+		else if (map == tr->skel->maps.blocks_overflow)
+			bytes += overflow_levels_memory(&tr->overflow);
 		total += bytes;
 		if (buf && n < len && bytes >= 1 << 16) {
 			int w = snprintf(buf + n, len - n, "%s%s %.1f MiB", n ? ", " : "",

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 
 #include "trace/chunk_arena.h"
+#include "trace/overflow_levels.h"
 #include "memprof_maps.h"
 #include "target.h"
 
@@ -61,7 +62,8 @@ struct tracer {
 	struct chunk_arena stack_arena, agg_arena, frame_arena;
 	uint32_t max_stacks; /* the stack table's size (--max-stacks) */
 	uint32_t max_blocks;
-	uint32_t home_slots; /* the block map's home slots (memprof_maps.h) */
+	uint32_t home_slots;		 /* the block map's home slots (memprof_maps.h) */
+	struct overflow_levels overflow; /* the block map's overflow */
 	/* CLOCK_MONOTONIC ns when tracer_detach raised detaching (0: not yet):
 	 * the blocks still in the block map were alive then. */
 	uint64_t detach_ns;
