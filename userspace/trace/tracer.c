@@ -18,12 +18,12 @@ _Static_assert(MEMPROF_STACK_DEPTH == MEMPROF_PROBE_MAX_STACK,
 	       "bpf/memprof_maps.h and the probe ABI disagree on the stack depth");
 /* An array map's element is at most KMALLOC_MAX_SIZE (4 MiB on x86-64). */
 _Static_assert(sizeof(struct memprof_frame_chunk) <= 4u << 20, "a frame chunk is too large");
-/* A stack's first_frame (a __u32) holds any index of the largest arena
- * (--max-stacks at most 1 << 24, session_opts.c). */
 _Static_assert(sizeof(struct memprof_frame_chunk) % 4096 == 0 &&
 		   sizeof(struct memprof_stack_chunk) % 4096 == 0 &&
 		   sizeof(struct memprof_agg_chunk) % 4096 == 0,
 	       "a chunk is not whole pages: the chunks cannot be mapped side by side");
+/* A stack's first_frame (a __u32) holds any index of the largest arena
+ * (--max-stacks at most 1 << 24, session_opts.c). */
 _Static_assert((((1ull << 24) * MEMPROF_FRAMES_PER_STACK) / MEMPROF_FRAME_CHUNK + 1 +
 		MEMPROF_INNER_CHUNKS) *
 		       MEMPROF_CHUNK_FRAMES <
@@ -71,7 +71,7 @@ static enum tracer_status status_of(int err)
 }
 
 /*
- * entries of an mmapable array map from offset, read-only, or NULL.  The
+ * Entries of an mmapable array map from offset, read-only, or NULL.  The
  * kernel maps every page of the range at once (so they all count in the
  * loader's RSS): the loader maps a window at a time (read_block_slots).
  */
@@ -126,8 +126,9 @@ int tracer_sync(struct tracer *tr)
 {
 	uint32_t used = stacks_in_use(tr);
 	uint32_t stack_chunks = stack_chunks_in_use(tr);
-	/* Every chunk of the ids below used: the stack table's, then the
-	 * inner table's (chunk i holds the ids of [i, i + 1) chunks' worth). */
+	/* Every chunk of the ids below used (chunk i holds ids from
+	 * i * MEMPROF_STACK_CHUNK_IDS on): the stack table's, then the inner
+	 * table's. */
 	uint32_t id_chunks =
 	    (uint32_t)(((uint64_t)used + MEMPROF_STACK_CHUNK_IDS - 1) / MEMPROF_STACK_CHUNK_IDS);
 	uint32_t id_main = tr->stack_arena.main_chunks;
