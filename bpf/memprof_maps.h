@@ -5,23 +5,46 @@
  * after <linux/types.h> in user space.  Only fixed-width types.
  *
  * Maps:
- *   stacks     array (mmapable), stack id -> struct memprof_stack (its
- *              length, flags and where its frames are)
- *   frames     array of maps, chunk index -> a one-element mmapable array
- *              of struct memprof_frame_chunk: the frame arena, every stack's
- *              frames one after the other, in chunks the loader creates as
- *              they are needed (MEMPROF_FRAME_CHUNKS_FIRST at the start, then
- *              MEMPROF_FRAME_CHUNKS_AHEAD past the last one in use, at each
- *              poll; the inner table's chunks all at the start)
- *   stack_aggs array (mmapable), stack id -> struct memprof_stack_agg
- *   stack_ids  hash (allocated on use), 64-bit hash of the PCs -> stack id (dedupe)
+ *   stack_chunks  array of maps, chunk index -> a one-element mmapable
+ *                 array of struct memprof_stack_chunk: the stack table,
+ *                 stack id -> struct memprof_stack (its length, flags and
+ *                 where its frames are), MEMPROF_STACK_CHUNK_IDS ids a
+ *                 chunk (id / MEMPROF_STACK_CHUNK_IDS is the chunk, the
+ *                 rest of the id the place in it)
+ *   agg_chunks    array of maps, the same for struct memprof_agg_chunk:
+ *                 stack id -> struct memprof_stack_agg, the same chunks
+ *   frames        array of maps, chunk index -> a one-element mmapable
+ *                 array of struct memprof_frame_chunk: the frame arena,
+ *                 every stack's frames one after the other
+ *   stack_ids     hash (allocated on use), 64-bit hash of the PCs -> stack id
+ *                 (dedupe) of the stack table proper; inner_stack_ids the
+ *                 inner table's (two hashes: a hash's buckets are allocated
+ *                 whole, max_entries rounded up to a power of two, and
+ *                 65,536 + 4,096 entries in one took 131,072 buckets, 2 MiB)
+ * The three arrays of maps grow with the stacks in use: the loader creates
+ * their chunks as they are needed (userspace/trace/chunk_arena.h: a first
+ * few at the start, then some kept created past the last one in use,
+ * every SESSION_GROW_MS (10 ms) between its polls and at each poll:
+ * MEMPROF_STACK_CHUNKS_FIRST and _AHEAD, MEMPROF_FRAME_CHUNKS_FIRST and
+ * _AHEAD), the inner table's chunks all at the start.  A chunk not
+ * created is NULL in its array of maps.
  * Stack ids: [1, max_stacks) is the stack table proper, first come first
  * served; [max_stacks, max_stacks + MEMPROF_INNER_STACKS) is the inner
  * table, where a sample whose stack found the table full keeps its
  * innermost MEMPROF_INNER_DEPTH frames (MEMPROF_STACK_F_INNER), so the
  * allocating function still shows.  max_stacks is the loader's
- * --max-stacks (default MEMPROF_MAX_STACKS); the three maps and lifetimes hold
- * max_stacks + MEMPROF_INNER_STACKS entries.
+ * --max-stacks (default MEMPROF_MAX_STACKS); stack_ids and lifetimes hold
+ * max_stacks entries, inner_stack_ids and inner_lifetimes
+ * MEMPROF_INNER_STACKS, stack_chunks and agg_chunks max_stacks +
+ * MEMPROF_INNER_STACKS ids (rounded up to whole chunks).  The inner table's chunks are
+ * those from the one holding id max_stacks on.  A new stack takes the next
+ * id only if that id's chunk is created: else it goes to the inner table,
+ * counted (MEMPROF_CNT_ARENA_BEHIND), taking nothing; an id taken whose
+ * chunk is missing (another CPU took the ids before it, past the last
+ * chunk created) stays unused, zeros.  Invariant: every stack id in use is
+ * in a created chunk of both stack_chunks and agg_chunks.  The loader maps
+ * a chunk once ids in it are in use (next_stack_id, next_inner_slot), before
+ * it reads those stacks: each mapped chunk counts whole in its RSS.
  * The frame arena: frames [0, max_stacks * MEMPROF_FRAMES_PER_STACK)
  * (rounded up to whole chunks) for the stack table, then
  * MEMPROF_INNER_CHUNKS chunks for the inner table.  A stack takes len
@@ -36,28 +59,56 @@
  * frames used up, or the chunk it would start in not created yet, goes to
  * the inner table as when its ids are (the latter counted,
  * MEMPROF_CNT_ARENA_BEHIND); it reserves nothing then.  Invariant: every
- * reserved frame is in a created chunk, so a stack the loader reads has
- * its frames in chunks the loader has mapped (it maps a chunk as it
- * creates it, before it is in the array of maps).  Invariant: a stack's
- * frames are reserved before its id, so every stack id below
- * next_stack_id read by the loader has its frames below next_frame read
- * after it.
+ * reserved frame is in a created chunk.  Invariant: a stack's frames are
+ * reserved before its id, so every stack id below next_stack_id read by
+ * the loader has its frames below next_frame (next_inner_frame) read after
+ * it: the loader maps the chunks below those before it reads the stacks
+ * (userspace/trace/tracer.c, tracer_sync), so a stack it reads has its
+ * frames mapped.
  *   block_slots     array (mmapable), id % home_slots -> struct memprof_block_slot:
  *                   a tracked block's home slot; home_slots is --max-blocks
  *                   when given, else sized from a first look at the target
  *                   (tracer_home_slots: its resident memory at the rate, 4
  *                   times over, at least MEMPROF_BLOCK_HOME_SLOTS_MIN)
- *   blocks_overflow hash (allocated on use), block id -> struct memprof_block:
- *                   tracked blocks whose home slot was taken
- *   untracked       LRU hash, block id -> 1: sampled while the block map was full
+ *   blocks_overflow array of maps, level -> a hash (allocated on use), block
+ *                   id -> struct memprof_block: tracked blocks whose home
+ *                   slot was taken, in levels the loader creates as they
+ *                   are needed: level k holds overflow_level_entries(k) =
+ *                   min(MEMPROF_OVERFLOW_FIRST << 2k, max_blocks) blocks, the
+ *                   last (MEMPROF_OVERFLOW_LEVELS - 1) max_blocks: alone it
+ *                   holds every block --max-blocks allows.  A hash's
+ *                   buckets are allocated whole (262,144 for the default
+ *                   --max-blocks: 4 MiB, in use or not), so level 0 is
+ *                   created at the start (256 KiB of buckets) and level k +
+ *                   1 once the overflow holds half of what the levels
+ *                   created hold (the loader looks every 10 ms).  A block
+ *                   goes to the first level with room; a lookup or a
+ *                   removal tries the levels in order.  A block that finds
+ *                   the levels created full is not tracked, counted
+ *                   (MEMPROF_CNT_DROP_OVERFLOW_BEHIND: the loader did not
+ *                   keep up)
  * The block map is the two together.  A sample costs one store in its home
  * slot (block ids increase, so consecutive samples use consecutive slots:
  * no hashing, no bucket lock, no element allocation), and a death one
  * compare-and-swap; only a block whose home slot is still held by a block
  * home_slots ids older goes to the overflow hash.  At most max_blocks
  * (--max-blocks) blocks are tracked at once, in both (the global n_blocks).
+ * A block sampled while they are all in use is not tracked (counted,
+ * MEMPROF_CNT_DROP_BLOCKS_FULL); no map remembers its id, only the range
+ * of such ids (the globals untracked_first and untracked_last, the lowest
+ * and highest; widened by bounded compare-and-swap loops, which a drop
+ * racing with several others on other CPUs may leave short of its id).  A
+ * promote or dealloc of an id in that range that the block map does not
+ * hold is counted as of a block the full map left out
+ * (MEMPROF_CNT_ORPHAN_UNTRACKED): ids increase, and a block tracked in
+ * between is in the block map until its death.  (The 65,536 ids an LRU
+ * hash kept before took 5 MiB of kernel memory, preallocated, whatever the
+ * target; an orphan of unknown origin in the range is counted with them.)
  *   lifetimes  hash (allocated on use), stack id -> struct memprof_lifetime_hist:
- *              only stacks with a death have one
+ *              only stacks with a death have one; ids below max_stacks
+ *              (the unknown stack's included), and inner_lifetimes the
+ *              inner table's; lifetime_carries (allocated on use) the
+ *              carries of their 32-bit slots (struct memprof_lifetime_hist)
  * Globals (.bss, mmapped by the skeleton): counters[MEMPROF_CNT_*].
  *
  * Stack id MEMPROF_STACK_UNKNOWN (0) holds the samples whose stack could
@@ -84,23 +135,39 @@
  * puts into the array of maps costs it a wait for a grace period of the
  * kernel's (about 12 ms here). */
 #define MEMPROF_CHUNK_FRAMES (MEMPROF_FRAME_CHUNK + MEMPROF_STACK_DEPTH)
-/* Chunks of the stack table's part of the arena created at the start (4 MiB,
- * about 16,000 stacks of 32 frames: the burst of new stacks a program
- * gives in its first moments attached), and kept created past the last one
- * in use (about 4,000 new stacks between two of the loader's polls, 100 ms
- * apart: 40,000 a second). */
-#define MEMPROF_FRAME_CHUNKS_FIRST 16
+/* Chunks of the stack table's part of the arena created at the start (2 MiB,
+ * about 8,000 stacks of 32 frames: the new stacks a program gives in its
+ * first moments attached, before the loader's first look 10 ms later), and
+ * kept created past the last one in use (about 4,000 new stacks: the
+ * loader looks every 10 ms, each look that adds chunks waits for a kernel
+ * grace period, about 12 ms). */
+#define MEMPROF_FRAME_CHUNKS_FIRST 8
 #define MEMPROF_FRAME_CHUNKS_AHEAD 4
+/* Stack ids per chunk of stack_chunks and agg_chunks (a power of two: an
+ * id's place in its chunk is a mask the verifier bounds): 48 KiB of
+ * stacks and 192 KiB of aggregates, whole pages. */
+#define MEMPROF_STACK_CHUNK_IDS 2048
+/* Chunks of the stack table (and of its aggregates) created at the start
+ * (8,192 ids, as many stacks as the frame arena's first chunks hold on
+ * average), and kept created past the last one in use (8,192 ids: at
+ * least the stacks the frame arena's chunks ahead hold, 4,000 to 6,000;
+ * with 4,096, and growth at the polls only, a burst of 65,536 new stacks
+ * on a loaded machine left 3 to 5 times as many samples in the inner table
+ * as the frames alone did). */
+#define MEMPROF_STACK_CHUNKS_FIRST 4
+#define MEMPROF_STACK_CHUNKS_AHEAD 4
 /* The inner table's chunks. */
 #define MEMPROF_INNER_CHUNKS                                                                       \
 	((MEMPROF_INNER_STACKS * MEMPROF_INNER_DEPTH + MEMPROF_FRAME_CHUNK - 1) /                  \
 	 MEMPROF_FRAME_CHUNK)
 /* Tracked blocks alive at once. */
 #define MEMPROF_MAX_BLOCKS 262144
+/* Levels of the block map's overflow (memprof_maps.h: blocks_overflow), and
+ * level 0's blocks: 16,384, 65,536, then max_blocks. */
+#define MEMPROF_OVERFLOW_LEVELS 3
+#define MEMPROF_OVERFLOW_FIRST 16384
 /* Home slots of the block map at the least (1 MiB) when sized from the target. */
 #define MEMPROF_BLOCK_HOME_SLOTS_MIN 16384
-/* Ids remembered (LRU) that were sampled while the block map was full. */
-#define MEMPROF_MAX_UNTRACKED 65536
 #define MEMPROF_STACK_UNKNOWN 0u
 
 /*
@@ -186,6 +253,15 @@ struct memprof_stack_agg {
 	__u64 objects_q16[MEMPROF_N_KERNEL_VIEWS];
 };
 
+/* One element of stack_chunks, and of agg_chunks: MEMPROF_STACK_CHUNK_IDS
+ * stack ids from id chunk * MEMPROF_STACK_CHUNK_IDS on. */
+struct memprof_stack_chunk {
+	struct memprof_stack stacks[MEMPROF_STACK_CHUNK_IDS];
+};
+struct memprof_agg_chunk {
+	struct memprof_stack_agg aggs[MEMPROF_STACK_CHUNK_IDS];
+};
+
 struct memprof_block {
 	__u64 size; /* words, or bytes with MEMPROF_BLOCK_BYTES */
 	__u64 n_samples;
@@ -222,8 +298,20 @@ struct memprof_block_slot {
  * the block's n_samples to its slot: the histogram weighs lifetimes as the
  * views weigh bytes.  Blocks still alive when the loader stops are not here:
  * the loader reads their ages from the block map (censored lifetimes).
+ *
+ * A slot counts in 32 bits (half the memory: a histogram is most of what a
+ * stack in use costs the kernel): when an add wraps it past 2^32, or adds
+ * n_samples of 2^32 or more, the carry (the 2^32 units) goes to the hash
+ * lifetime_carries under MEMPROF_LIFETIME_CARRY_KEY(stack id, death, slot),
+ * allocated on use; the loader adds them back (struct
+ * memprof_lifetime_counts), so the counts are exact.  A carry that finds
+ * lifetime_carries full (MEMPROF_LIFETIME_CARRIES slots wrapped) is counted
+ * (MEMPROF_CNT_LIFETIME_CARRIES_LOST): its slot is short by 2^32 each.
  */
 #define MEMPROF_LIFETIME_SLOTS 36
+#define MEMPROF_LIFETIME_CARRIES 4096
+#define MEMPROF_LIFETIME_CARRY_KEY(stack_id, death, slot)                                          \
+	(((__u64)(stack_id) << 16) | ((__u64)(death) << 8) | (__u64)(slot))
 enum memprof_death {
 	MEMPROF_DIED_YOUNG = 0, /* dealloc of kind minor (the short view) */
 	MEMPROF_DIED_OLD = 1,	/* dealloc of kind major */
@@ -231,6 +319,11 @@ enum memprof_death {
 };
 
 struct memprof_lifetime_hist {
+	__u32 slots[MEMPROF_N_DEATHS][MEMPROF_LIFETIME_SLOTS];
+};
+
+/* A histogram with its carries added (the loader's, never in a map). */
+struct memprof_lifetime_counts {
 	__u64 slots[MEMPROF_N_DEATHS][MEMPROF_LIFETIME_SLOTS];
 };
 
@@ -281,8 +374,9 @@ enum memprof_counter {
 	 * up (kept in the inner table, as MEMPROF_CNT_INNER_STACKS counts) */
 	MEMPROF_CNT_FRAMES_FULL,
 	/* samples of a new stack that found the chunk of the frame arena it
-	 * would start in not created yet (a burst of new stacks between two of
-	 * the loader's polls; kept in the inner table too) */
+	 * would start in, or the chunk of the stack table its id would be
+	 * in, not created yet (a burst of new stacks between two of the
+	 * loader's polls; kept in the inner table too) */
 	MEMPROF_CNT_ARENA_BEHIND,
 	/*
 	 * Samples once the loader began detaching: left out of the views, a
@@ -290,6 +384,12 @@ enum memprof_counter {
 	 * period each, go after the output is written).
 	 */
 	MEMPROF_CNT_LATE_SAMPLES,
+	/* Carries of a lifetime slot past 2^32 samples that found
+	 * lifetime_carries full (struct memprof_lifetime_hist) */
+	MEMPROF_CNT_LIFETIME_CARRIES_LOST,
+	/* block map: the overflow's levels created so far full (the loader
+	 * had not created the next one yet): block not tracked */
+	MEMPROF_CNT_DROP_OVERFLOW_BEHIND,
 	MEMPROF_N_COUNTERS,
 };
 

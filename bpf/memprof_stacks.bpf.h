@@ -67,10 +67,38 @@ static __always_inline void stack_hashes_of(struct stack_hashes *h, const struct
 	*h = w.h;
 }
 
+/* Stack id's entry in the stack table, or NULL if its chunk is not created. */
+static __always_inline struct memprof_stack *stack_entry(__u32 id)
+{
+	__u32 key = id / MEMPROF_STACK_CHUNK_IDS, zero = 0;
+	void *chunk = bpf_map_lookup_elem(&stack_chunks, &key);
+	struct memprof_stack_chunk *c = chunk ? bpf_map_lookup_elem(chunk, &zero) : NULL;
+
+	return c ? &c->stacks[id & (MEMPROF_STACK_CHUNK_IDS - 1)] : NULL;
+}
+
+/* Stack id's aggregates, or NULL if its chunk is not created. */
+static __always_inline struct memprof_stack_agg *stack_agg(__u32 id)
+{
+	__u32 key = id / MEMPROF_STACK_CHUNK_IDS, zero = 0;
+	void *chunk = bpf_map_lookup_elem(&agg_chunks, &key);
+	struct memprof_agg_chunk *c = chunk ? bpf_map_lookup_elem(chunk, &zero) : NULL;
+
+	return c ? &c->aggs[id & (MEMPROF_STACK_CHUNK_IDS - 1)] : NULL;
+}
+
+/* Whether stack id's chunks (its entry and its aggregates) are created. */
+static __always_inline int stack_chunks_created(__u32 id)
+{
+	__u32 key = id / MEMPROF_STACK_CHUNK_IDS;
+
+	return bpf_map_lookup_elem(&stack_chunks, &key) && bpf_map_lookup_elem(&agg_chunks, &key);
+}
+
 /* id if the stack stored under it has the check, len and flags; else unknown. */
 static __always_inline __u32 stacks_check(__u32 id, __u64 check, __u32 len, __u32 flags)
 {
-	const struct memprof_stack *kept = bpf_map_lookup_elem(&stacks, &id);
+	const struct memprof_stack *kept = stack_entry(id);
 
 	if (kept && kept->len == len && kept->flags == flags && kept->check == check)
 		return id;
@@ -126,12 +154,13 @@ static __always_inline __s64 frames_store(const struct stack_scratch *st, __u32 
 /*
  * Stack id of (st's first len PCs, flags), stored on first sight in the
  * id range [first, limit) through the counter *next (ids first + *next),
+ * known by its hash in ids (stack_ids, or inner_stack_ids for the inner table),
  * its frames in the arena's chunks [frame_base, + n_frame_chunks) through
  * *frame_next; MEMPROF_STACK_UNKNOWN if it cannot be, with *full set
  * when the range or the frames are used up (2: the frames; 3: the chunk
- * its frames would start in is not created yet).
+ * its frames would start in, or the chunk of its id, is not created yet).
  */
-static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
+static __always_inline __u32 stacks_intern(void *ids, const struct stack_scratch *st,
 					   const struct stack_hashes *hs, __u32 len, __u32 flags,
 					   __u32 *next, __u32 first, __u32 limit, __u32 *frame_next,
 					   __u32 frame_base, __u32 n_frame_chunks, int *full)
@@ -142,7 +171,7 @@ static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 	__s64 at;
 
 	*full = 0;
-	known = bpf_map_lookup_elem(&stack_ids, &h);
+	known = bpf_map_lookup_elem(ids, &h);
 	if (known)
 		return stacks_check(*known, hs->check, len, flags);
 	if (first + *next >= limit) {
@@ -151,6 +180,11 @@ static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 	}
 	if (len > MEMPROF_STACK_DEPTH)
 		len = MEMPROF_STACK_DEPTH;
+	/* Nothing taken where the loader has not created the id's chunks yet. */
+	if (!stack_chunks_created(first + *next)) {
+		*full = 3;
+		return MEMPROF_STACK_UNKNOWN;
+	}
 	/* The frames before the id (memprof_maps.h's invariant). */
 	at = frames_store(st, len, frame_next, frame_base, n_frame_chunks);
 	if (at < 0) {
@@ -162,9 +196,11 @@ static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 		*full = 1;
 		return MEMPROF_STACK_UNKNOWN;
 	}
-	slot = bpf_map_lookup_elem(&stacks, &id);
-	if (!slot) {
-		*full = 1;
+	/* NULL: another CPU took the ids before this one, past the last
+	 * chunk created; this id stays unused (memprof_maps.h). */
+	slot = stack_entry(id);
+	if (!slot || !stack_chunks_created(id)) {
+		*full = 3;
 		return MEMPROF_STACK_UNKNOWN;
 	}
 	/* The frames first, then len: the slot is published by the hash insert. */
@@ -172,10 +208,10 @@ static __always_inline __u32 stacks_intern(const struct stack_scratch *st,
 	slot->flags = flags;
 	slot->check = hs->check;
 	slot->len = len;
-	if (bpf_map_update_elem(&stack_ids, &h, &id, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(ids, &h, &id, BPF_NOEXIST) == 0)
 		return id;
 	/* Another CPU interned it first (our slot stays unused), or full. */
-	known = bpf_map_lookup_elem(&stack_ids, &h);
+	known = bpf_map_lookup_elem(ids, &h);
 	if (known)
 		return stacks_check(*known, hs->check, len, flags);
 	count(MEMPROF_CNT_DROP_STACK_HASH);

@@ -66,16 +66,17 @@ static void read_views(struct run *r)
  * program is in place), runs ITERS iterations and exits while still
  * attached.  extra: one more loader option and its value.
  */
-static void run_attached_bin(struct run *r, const char *bin, const char *extra,
-			     const char *extra_val)
+/* As run_attached_bin, the trigger running iters iterations. */
+static void run_attached_iters(struct run *r, const char *bin, const char *iters, const char *extra,
+			       const char *extra_val)
 {
 	char pid[16], ready[300];
 	pid_t t;
 
 	paths(r, "tracer");
 	snprintf(ready, sizeof(ready), "%s/loader.ready", r->dir);
-	const char *targs[] = {"--wait-tracers", "1", "--start-file", ready, "--iterations",
-			       ITERS_ARG,	 NULL};
+	const char *targs[] = {
+	    "--wait-tracers", "1", "--start-file", ready, "--iterations", iters, NULL};
 	t = trigger_start_bin(bin, r->dir, r->out, targs);
 	cr_assert_gt(t, 0, "trigger did not start");
 	snprintf(pid, sizeof(pid), "%d", (int)t);
@@ -87,6 +88,12 @@ static void run_attached_bin(struct run *r, const char *bin, const char *extra,
 	cr_assert_eq(wait_exit(t), 0, "trigger failed");
 	cr_assert_eq(site_table_read_lines(r->out, &r->trigger), 0);
 	read_views(r);
+}
+
+static void run_attached_bin(struct run *r, const char *bin, const char *extra,
+			     const char *extra_val)
+{
+	run_attached_iters(r, bin, ITERS_ARG, extra, extra_val);
 }
 
 static void run_attached(struct run *r)
@@ -137,6 +144,27 @@ Test(attach_trigger, views_stay_exact_when_blocks_overflow_their_home_slots)
 	assert_invariants(r.err);
 	cr_expect_gt(loader_stat(r.err, "overflow_blocks"), loader_stat(r.err, "samples") / 10,
 		     "the overflow was hardly used");
+	expect_exact_views(&r);
+}
+
+/*
+ * The overflow's levels are created as it fills (bpf/memprof_maps.h,
+ * blocks_overflow: 16,384 blocks, then 65,536, then --max-blocks): the
+ * trigger run 500,000 iterations keeps about 75,000 sampled blocks alive at
+ * the end against 16,384 home slots (sized from its small resident memory),
+ * so the overflow holds far more than its first level.  The views stay
+ * exact and nothing is dropped.  With the levels never grown past the
+ * first, samples were dropped (the overflow not grown yet).
+ */
+Test(attach_trigger, the_overflow_grows_with_the_blocks_it_holds, .timeout = 300)
+{
+	struct run r;
+
+	run_attached_iters(&r, TRIGGER_BIN, "500000", NULL, NULL);
+	cr_assert_eq(r.rc, 0, "loader exit %d", r.rc);
+	assert_invariants(r.err);
+	cr_expect_gt(loader_stat(r.err, "live_blocks"), 2 * 16384 + 16384,
+		     "too few live blocks to fill the first level");
 	expect_exact_views(&r);
 }
 

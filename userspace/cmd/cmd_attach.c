@@ -163,10 +163,15 @@ static int trace_loop(struct session *s, const struct attach_opts *o)
 	int code = EXIT_OK;
 
 	for (unsigned poll = 1; !session_stop_requested; poll++) {
-		struct timespec pause = {0, SESSION_POLL_MS * 1000000L};
+		struct timespec pause = {0, SESSION_GROW_MS * 1000000L};
 		double now;
 
-		nanosleep(&pause, NULL);
+		for (int k = 0; k < SESSION_POLL_MS / SESSION_GROW_MS && !session_stop_requested;
+		     k++) {
+			nanosleep(&pause, NULL);
+			if (k + 1 < SESSION_POLL_MS / SESSION_GROW_MS)
+				session_grow(s);
+		}
 		/* A stop signal ends the sleep: no poll more before the detach. */
 		if (session_stop_requested || !session_poll(s, poll))
 			break;

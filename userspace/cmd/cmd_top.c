@@ -340,6 +340,20 @@ static int read_key(const struct top *t, int ms)
 	return c;
 }
 
+/* A key within one poll's time (0: none), the stack tables of s grown every
+ * SESSION_GROW_MS meanwhile (session_grow). */
+static int wait_key(const struct top *t, struct session *s)
+{
+	int steps = SESSION_POLL_MS / SESSION_GROW_MS, key = 0;
+
+	for (int k = 0; k < steps && !key && !session_stop_requested; k++) {
+		key = read_key(t, SESSION_GROW_MS);
+		if (!key && k + 1 < steps)
+			session_grow(s);
+	}
+	return key;
+}
+
 static int parse(int argc, char **argv, struct attach_opts *o)
 {
 	int rc = attach_opts_parse(o, argc, argv, short_opts, long_opts, usage);
@@ -394,7 +408,7 @@ int cmd_top(int argc, char **argv)
 	end = o.seconds > 0 ? s.start_mono + o.seconds : 0;
 	next_refresh = s.start_mono + REFRESH_S;
 	for (unsigned poll = 1; !session_stop_requested && !quit; poll++) {
-		int key = read_key(&t, SESSION_POLL_MS), v;
+		int key = wait_key(&t, &s), v;
 		double now;
 
 		if (key == 'q' || key == 'Q' || key == 3)

@@ -113,11 +113,26 @@ int lifetime_quantile(const struct lifetime_dist *d, double q, double *ms)
 	return -1; /* not reached: the counts add up to total */
 }
 
+/* The stacks' lifetimes of one part, by stack id (NULL: none in the profile). */
+struct by_id {
+	struct lifetime_dist **life;
+	uint32_t n;
+};
+
+static void hist_of(void *arg, uint32_t stack_id, const struct memprof_lifetime_counts *h)
+{
+	const struct by_id *b = arg;
+
+	if (stack_id < b->n && b->life[stack_id])
+		memcpy(b->life[stack_id]->died, h->slots, sizeof(b->life[stack_id]->died));
+}
+
 /* The lifetimes of the stacks of part k of p. */
 static int attach_part(struct profile *p, size_t k, const struct lifetime_input *in)
 {
 	struct lifetime_dist **by_id;
 	uint32_t n = in->n_stacks;
+	struct by_id b;
 
 	by_id = calloc(n ? n : 1, sizeof(*by_id));
 	if (!by_id)
@@ -133,8 +148,10 @@ static int attach_part(struct profile *p, size_t k, const struct lifetime_input 
 			return -1;
 		}
 		by_id[s->id] = s->life;
-		memcpy(s->life->died, in->hists[s->id].slots, sizeof(s->life->died));
 	}
+	b = (struct by_id){by_id, n};
+	/* A reader that fails says so itself; the stacks keep their live ages. */
+	in->read_hists(in->read_ctx, hist_of, &b);
 	for (size_t i = 0; i < in->n_blocks; i++) {
 		const struct memprof_block *b = &in->blocks[i].b;
 		struct lifetime_dist *d = b->stack_id < n ? by_id[b->stack_id] : NULL;
@@ -156,7 +173,7 @@ static int attach_part(struct profile *p, size_t k, const struct lifetime_input 
 int lifetimes_attach(struct profile *p, const struct lifetime_input *in, size_t n_in)
 {
 	for (size_t k = 0; k < n_in && k < p->n_parts; k++)
-		if (in[k].hists && attach_part(p, k, &in[k]))
+		if (in[k].read_hists && attach_part(p, k, &in[k]))
 			return -1;
 	return 0;
 }

@@ -25,10 +25,21 @@ struct lifetime_dist {
 	uint64_t youngest_live_us, oldest_live_us;
 };
 
+/* One stack's histogram of the blocks that died, as a reader hands it over. */
+typedef void (*lifetime_hist_fn)(void *arg, uint32_t stack_id,
+				 const struct memprof_lifetime_counts *h);
+/*
+ * Hand every histogram of the blocks that died to each (stack ids of
+ * stacks with a death, in no order; a batch at a time from the kernel's
+ * map, never the whole table copied): 0, or -errno.
+ */
+typedef int (*lifetime_hists_reader)(void *ctx, lifetime_hist_fn each, void *arg);
+
 /* What the lifetimes of one process are read from, at the end of a run. */
 struct lifetime_input {
-	const struct memprof_lifetime_hist *hists; /* per stack id (mmapped) */
-	uint32_t n_stacks;
+	lifetime_hists_reader read_hists;   /* NULL: no lifetimes */
+	void *read_ctx;			    /* its first argument */
+	uint32_t n_stacks;		    /* stack ids below it are read */
 	const struct tracked_block *blocks; /* the block map after detach */
 	size_t n_blocks;
 	uint64_t now_ns; /* CLOCK_MONOTONIC when sampling stopped (the censoring time) */
@@ -56,7 +67,9 @@ int lifetime_quantile(const struct lifetime_dist *d, double q, double *ms);
 /*
  * Give every stack of p its lifetimes (p->stacks[i].life, freed by
  * profile_free): in[k] is the input of the process p->parts[k], k < n_in
- * (an input without hists is skipped).  0, or -1 when out of memory.
+ * (an input without a reader is skipped; a reader that fails leaves the
+ * histograms of the blocks that died empty, and says so itself).  0, or -1
+ * when out of memory.
  */
 int lifetimes_attach(struct profile *p, const struct lifetime_input *in, size_t n_in);
 

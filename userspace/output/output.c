@@ -333,6 +333,22 @@ int output_write(const struct output_request *r, const struct memprof_stack *sta
 	return output_write_sources(r, &src, 1);
 }
 
+/*
+ * Whether an output of r shows lifetimes: --lifetimes, and every format
+ * but folded stacks (text table, SVG tooltips, pprof labels, JSON fields).
+ * Folded stacks alone need none: the lifetimes (880 bytes a stack in the
+ * profile) are then not read.
+ */
+static int wants_lifetimes(const struct output_request *r)
+{
+	if (r->lifetimes_path)
+		return 1;
+	for (int i = 0; i < r->n_paths; i++)
+		if (output_format_for(r->paths[i], r->format) != FMT_FOLDED)
+			return 1;
+	return !r->n_paths && !r->all_views_dir && r->format != FMT_AUTO && r->format != FMT_FOLDED;
+}
+
 int output_write_sources(const struct output_request *r, const struct output_source *src,
 			 size_t n_src)
 {
@@ -400,8 +416,15 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 			p.n_stacks, addrs, lines, mods, dwarf, (wall_now() - w0) * 1e3,
 			(cpu_now() - c0) * 1e3, after.ru_maxrss, before.ru_maxrss);
 	}
+	/* The stacks are symbolized: the DWARF readers go before the lifetimes
+	 * and the writers take their memory (the loader's peak RSS). */
 	for (size_t i = 0; i < n_src; i++)
+		dsym_release_readers(parts[i].dsym);
+	for (size_t i = 0; i < n_src; i++) {
 		life[i] = src[i].life;
+		if (!wants_lifetimes(r))
+			life[i].read_hists = NULL;
+	}
 	if (lifetimes_attach(&p, life, n_src)) {
 		profile_free(&p);
 		for (size_t i = 0; i < n_src; i++)

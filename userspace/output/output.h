@@ -97,7 +97,7 @@ struct output_source {
 	const struct memprof_stack_agg *aggs;
 	uint32_t n;
 	struct symbolizer *sym;
-	struct lifetime_input life; /* life.hists NULL: no lifetimes */
+	struct lifetime_input life; /* life.read_hists NULL: no lifetimes */
 	/* The live view at the peak, per stack id (peak.h; NULL: no peak view). */
 	const struct peak_stack *peak;
 	uint32_t n_peak;

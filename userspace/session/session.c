@@ -532,6 +532,16 @@ int session_poll(struct session *s, unsigned poll)
 	return alive;
 }
 
+void session_grow(struct session *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct traced *p = &s->procs[i];
+
+		if (p->opened && p->tr.skel && !p->exited)
+			tracer_sync(&p->tr); /* a failure is said at the next poll */
+	}
+}
+
 /*
  * How long detach waits for the targets to hand over their queued events:
  * while some target that has not served its request still uses CPU time
@@ -649,17 +659,12 @@ void session_detach(struct session *s)
 				"memprof-bpf: cannot map the stack table of process %d: %s "
 				"(the profile has the stacks mapped before)\n",
 				(int)p->pid, strerror(-rc));
-		if ((rc = tracer_read_lifetimes(&p->tr)))
-			fprintf(stderr,
-				"memprof-bpf: cannot read the lifetimes of process %d: %s "
-				"(no lifetimes of blocks that died)\n",
-				(int)p->pid, strerror(-rc));
 		if (s->o->verbose) {
 			char maps[512];
 			uint64_t mem = tracer_map_memory(&p->tr, maps, sizeof(maps));
 
 			fprintf(stderr,
-				"memprof-bpf: stop: block map and lifetimes of process %d read in "
+				"memprof-bpf: stop: block map of process %d read in "
 				"%.1f ms; maps hold %.1f MiB of kernel memory (%s)\n",
 				(int)p->pid, ((uint64_t)session_mono_ns() - t0) / 1e6,
 				mem / 1048576.0, maps);

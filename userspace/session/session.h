@@ -178,6 +178,13 @@ int session_open(struct session *s, const struct attach_opts *o, struct output_r
 #define SESSION_POLL_MS 100
 int session_poll(struct session *s, unsigned poll);
 /*
+ * Between two polls, every SESSION_GROW_MS: grow the stack tables of every
+ * traced process ahead of their use (tracer_sync), so a burst of new
+ * stacks finds their chunks created sooner than the next poll.
+ */
+#define SESSION_GROW_MS 10
+void session_grow(struct session *s);
+/*
  * Detach every process and read the block maps a last time.  Notes a
  * process that exited, and one that took no sample (why: stopped, never
  * allocated, a rate too low for the time).

@@ -41,6 +41,7 @@ void session_note(struct session *s, const char *fmt, ...)
 static uint64_t drops_of(const struct tracer *tr)
 {
 	return tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL) +
+	       tracer_counter(tr, MEMPROF_CNT_DROP_OVERFLOW_BEHIND) +
 	       tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL) +
 	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH) +
 	       tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ) +
@@ -173,21 +174,23 @@ static void part_add(char *line, size_t len, const char *fmt, ...)
  */
 static void warn_lost(const struct tracer *tr, const char *who)
 {
-	static const char *const causes[] = {"block map full", "stack table full",
-					     "stack hash full", "stack unreadable",
-					     "stack hash collision"};
+	static const char *const causes[] = {
+	    "block map full",	"stack table full",	"stack hash full",
+	    "stack unreadable", "stack hash collision", "block map's overflow not grown yet"};
 	uint64_t drops[] = {
 	    tracer_counter(tr, MEMPROF_CNT_DROP_BLOCKS_FULL),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACKS_FULL),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_HASH),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_READ),
 	    tracer_counter(tr, MEMPROF_CNT_DROP_STACK_COLLIDE),
+	    tracer_counter(tr, MEMPROF_CNT_DROP_OVERFLOW_BEHIND),
 	};
 	uint64_t dropped = drops_of(tr);
 	uint64_t dups = tracer_counter(tr, MEMPROF_CNT_DUPLICATE_IDS);
 	uint64_t unexplained = tracer_counter(tr, MEMPROF_CNT_ORPHAN_PROMOTES) +
 			       tracer_counter(tr, MEMPROF_CNT_ORPHAN_DEALLOCS);
 	uint64_t bad = tracer_counter(tr, MEMPROF_CNT_BAD_EVENTS);
+	uint64_t carries = tracer_counter(tr, MEMPROF_CNT_LIFETIME_CARRIES_LOST);
 	char line[1024] = "", why[256] = "";
 
 	if (dropped) {
@@ -211,6 +214,11 @@ static void warn_lost(const struct tracer *tr, const char *who)
 			 unexplained);
 	if (bad)
 		part_add(line, sizeof(line), "%" PRIu64 " events unreadable or malformed", bad);
+	if (carries)
+		part_add(line, sizeof(line),
+			 "%" PRIu64 " carries of lifetime counts past 2^32 samples (a slot of a "
+			 "stack's histogram is short by 2^32 each)",
+			 carries);
 	if (*line)
 		fprintf(stderr, "memprof-bpf: warning:%s data lost: %s\n", who, line);
 }
@@ -238,7 +246,7 @@ static void stats_line(const struct tracer *tr, const char *who)
 	    " late_orphan_ids %" PRIu64 " late_events %" PRIu64 " orphans_map_full %" PRIu64
 	    " orphans_before_attach %" PRIu64 " event_batches %" PRIu64 " cut_stacks %" PRIu64
 	    " inner_stacks %" PRIu64 " overflow_blocks %" PRIu64 " sample_batches %" PRIu64
-	    " late_samples %" PRIu64 "\n",
+	    " late_samples %" PRIu64 " lifetime_carries_lost %" PRIu64 "\n",
 	    who, tracer_counter(tr, MEMPROF_CNT_SAMPLES), tracer_counter(tr, MEMPROF_CNT_PROMOTES),
 	    tracer_counter(tr, MEMPROF_CNT_DEALLOCS), tracer_counter(tr, MEMPROF_CNT_GCS),
 	    unexplained + map_full + early, tracer_counter(tr, MEMPROF_CNT_DOUBLE_PROMOTES),
@@ -250,7 +258,8 @@ static void stats_line(const struct tracer *tr, const char *who)
 	    tracer_counter(tr, MEMPROF_CNT_INNER_STACKS),
 	    tracer_counter(tr, MEMPROF_CNT_OVERFLOW_BLOCKS),
 	    tracer_counter(tr, MEMPROF_CNT_SAMPLE_BATCHES),
-	    tracer_counter(tr, MEMPROF_CNT_LATE_SAMPLES));
+	    tracer_counter(tr, MEMPROF_CNT_LATE_SAMPLES),
+	    tracer_counter(tr, MEMPROF_CNT_LIFETIME_CARRIES_LOST));
 }
 
 static void report_one(const struct session *s, const struct traced *p)
@@ -300,7 +309,7 @@ static void report_one(const struct session *s, const struct traced *p)
 			who, tr->max_stacks, tr->frame_chunks * MEMPROF_FRAME_CHUNK,
 			tracer_counter(tr, MEMPROF_CNT_FRAMES_FULL) ? " (its frames used up)" : "",
 			tracer_counter(tr, MEMPROF_CNT_ARENA_BEHIND)
-			    ? " (or its frames not grown yet: new stacks came faster than the "
+			    ? " (or its chunks not grown yet: new stacks came faster than the "
 			      "loader's polls)"
 			    : "",
 			tracer_counter(tr, MEMPROF_CNT_INNER_STACKS), MEMPROF_INNER_DEPTH);

@@ -25,6 +25,21 @@ static void sources_of(const struct session *s, struct output_source *src,
 	}
 }
 
+/* The lifetimes of a traced process, read from its tracer as the output
+ * needs them (lifetime_hists_reader). */
+static int read_lifetimes(void *ctx, lifetime_hist_fn each, void *arg)
+{
+	const struct traced *p = ctx;
+	int rc = tracer_each_lifetime((struct tracer *)&p->tr, each, arg);
+
+	if (rc)
+		fprintf(stderr,
+			"memprof-bpf: cannot read the lifetimes of process %d: %s "
+			"(no lifetimes of blocks that died)\n",
+			(int)p->pid, strerror(-rc));
+	return rc;
+}
+
 static void fill_meta(const struct session *s, struct output_request *r,
 		      const struct timespec *from, const struct peak *pk)
 {
@@ -64,7 +79,8 @@ int session_write(struct session *s, struct output_request *r)
 		if (p->exit_ns && (!end || p->exit_ns < end))
 			end = p->exit_ns;
 		src[i].life =
-		    (struct lifetime_input){.hists = p->tr.lifetimes,
+		    (struct lifetime_input){.read_hists = read_lifetimes,
+					    .read_ctx = (void *)p,
 					    .n_stacks = tracer_n_stacks(&p->tr),
 					    .blocks = p->tr.blocks,
 					    .n_blocks = p->tr.n_blocks,

@@ -65,6 +65,7 @@ struct dsym {
 	size_t n_files;
 	char *ocaml_stdlib; /* the OCaml host's stdlib directory, once looked for */
 	int ocaml_stdlib_read;
+	int released; /* dsym_release_readers: only frames already resolved */
 };
 
 /* The cache's slot arrays (core/idmap.h takes its allocator as a parameter). */
@@ -239,25 +240,41 @@ void dsym_free(struct dsym *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->n_mods; i++) {
-		free(d->mods[i].syms);
+	dsym_release_readers(d);
+	for (size_t i = 0; i < d->n_mods; i++)
 		free(d->mods[i].pub.path);
-	}
 	for (size_t j = 0; j < d->frames.n_slots; j++)
 		if (d->frames.slots[j].key)
 			frame_free((struct dsym_frame *)(uintptr_t)d->frames.slots[j].value);
 	idmap_clear(&d->frames);
+	free(d->mods);
+	free(d);
+}
+
+void dsym_release_readers(struct dsym *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n_mods; i++) {
+		free(d->mods[i].syms);
+		d->mods[i].syms = NULL;
+		d->mods[i].n_syms = 0;
+		d->mods[i].mod = NULL;
+	}
 	for (size_t i = 0; i < d->n_files; i++) {
 		if (d->files[i].fd >= 0)
 			close(d->files[i].fd);
 		free(d->files[i].path);
 	}
 	free(d->files);
+	d->files = NULL;
+	d->n_files = 0;
 	free(d->ocaml_stdlib);
-	free(d->mods);
+	d->ocaml_stdlib = NULL;
 	if (d->dwfl)
 		dwfl_end(d->dwfl);
-	free(d);
+	d->dwfl = NULL;
+	d->released = 1;
 }
 
 size_t dsym_n_modules(const struct dsym *d)
@@ -717,6 +734,8 @@ const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc)
 		key = pc;
 	if (idmap_get(&d->frames, key, &v))
 		return (const struct dsym_frame *)(uintptr_t)v;
+	if (d->released)
+		return NULL;
 	if (!(pc & MEMPROF_PROBE_STACK_OCAML))
 		f = resolve(d, module_of(d, addr), addr);
 	else if (MEMPROF_PROBE_STACK_FMT(pc) == MEMPROF_PROBE_PY_FRAME_V1)

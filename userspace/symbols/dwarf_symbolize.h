@@ -56,6 +56,14 @@ struct dsym;
 /* For the address space of sym (its current maps); NULL when out of memory. */
 struct dsym *dsym_new(struct symbolizer *sym, unsigned flags);
 void dsym_free(struct dsym *d);
+/*
+ * Drop what resolving needs (libdwfl with its decompressed debug sections,
+ * the symbol tables, the files held open) and keep the frames resolved so
+ * far and the modules: once a profile's stacks are symbolized, the rest of
+ * the output reads only those.  dsym_frame then gives only cached frames
+ * (NULL for any other address).
+ */
+void dsym_release_readers(struct dsym *d);
 
 /* The frame of return address pc (cached). NULL only when out of memory. */
 const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc);

@@ -18,6 +18,10 @@ _Static_assert(MEMPROF_STACK_DEPTH == MEMPROF_PROBE_MAX_STACK,
 	       "bpf/memprof_maps.h and the probe ABI disagree on the stack depth");
 /* An array map's element is at most KMALLOC_MAX_SIZE (4 MiB on x86-64). */
 _Static_assert(sizeof(struct memprof_frame_chunk) <= 4u << 20, "a frame chunk is too large");
+_Static_assert(sizeof(struct memprof_frame_chunk) % 4096 == 0 &&
+		   sizeof(struct memprof_stack_chunk) % 4096 == 0 &&
+		   sizeof(struct memprof_agg_chunk) % 4096 == 0,
+	       "a chunk is not whole pages: the chunks cannot be mapped side by side");
 /* A stack's first_frame (a __u32) holds any index of the largest arena
  * (--max-stacks at most 1 << 24, session_opts.c). */
 _Static_assert((((1ull << 24) * MEMPROF_FRAMES_PER_STACK) / MEMPROF_FRAME_CHUNK + 1 +
@@ -28,14 +32,10 @@ _Static_assert((((1ull << 24) * MEMPROF_FRAMES_PER_STACK) / MEMPROF_FRAME_CHUNK 
 
 /* Entries fetched per bpf_map_lookup_batch call. */
 #define BLOCKS_BATCH 4096
-/* Stack entries mapped at first (tracer_sync maps more as they are used). */
-#define TRACER_STACKS_MAPPED_FIRST 1024
 /* A hash map's bucket and element header in the kernel (struct bucket,
  * struct htab_elem on 64-bit machines), for the memory figures. */
 #define HTAB_BUCKET_BYTES 16
 #define HTAB_ELEM_BYTES 48
-/* Lifetime histograms fetched per bpf_map_lookup_batch call. */
-#define LIFETIMES_BATCH 256
 /* Home slots of the block map mapped at a time to read them (1 MiB). */
 #define BLOCK_SLOTS_WINDOW 16384
 /* Room for the verifier's statistics (log level 4: a few lines; what some
@@ -71,9 +71,9 @@ static enum tracer_status status_of(int err)
 }
 
 /*
- * The first entries of an mmapable array map, read-only, or NULL.  The
+ * Entries of an mmapable array map from offset, read-only, or NULL.  The
  * kernel maps every page of the range at once (so they all count in the
- * loader's RSS): the loader maps only the part in use (tracer_sync).
+ * loader's RSS): the loader maps a window at a time (read_block_slots).
  */
 static void *map_array(const struct bpf_map *map, uint64_t offset, uint32_t entries, size_t *bytes)
 {
@@ -89,31 +89,6 @@ static void *map_array(const struct bpf_map *map, uint64_t offset, uint32_t entr
 	return p;
 }
 
-/* A mapping of an array map, replaced by a larger one as more is used. */
-static int remap(const struct bpf_map *map, uint32_t entries, const void **p, size_t *bytes)
-{
-	size_t nb;
-	const void *np = map_array(map, 0, entries, &nb);
-
-	if (!np)
-		return -errno;
-	if (*p)
-		munmap((void *)*p, *bytes);
-	*p = np, *bytes = nb;
-	return 0;
-}
-
-/* Entries to map for used of all: twice what is used (a growing table is
- * mapped again rarely), at least first. */
-static uint32_t to_map(uint32_t used, uint32_t all, uint32_t first)
-{
-	uint64_t n = 2ull * used;
-
-	if (n < first)
-		n = first;
-	return n > all ? all : (uint32_t)n;
-}
-
 /* Stack ids the kernel side has handed out: all of the stack table and the
  * inner table's used ones once that is in use; unused ids weigh nothing. */
 static uint32_t stacks_in_use(const struct tracer *tr)
@@ -127,37 +102,54 @@ static uint32_t stacks_in_use(const struct tracer *tr)
 	return n > tr->max_stacks ? tr->max_stacks : n;
 }
 
-/* Chunks of the stack table's part of the frame arena in use (read after
- * stacks_in_use: memprof_maps.h's invariant). */
-static uint32_t chunks_in_use(const struct tracer *tr)
+/* Chunks of the frame arena holding the frames counted by *next (read
+ * after stacks_in_use: memprof_maps.h's invariant), at most max. */
+static uint32_t frame_chunks_in_use(const __u32 *next, uint32_t max)
 {
-	uint32_t main = __atomic_load_n(&tr->skel->bss->next_frame, __ATOMIC_ACQUIRE);
+	uint32_t frames = __atomic_load_n(next, __ATOMIC_ACQUIRE);
 	uint32_t chunks =
-	    (uint32_t)(((uint64_t)main + MEMPROF_FRAME_CHUNK - 1) / MEMPROF_FRAME_CHUNK);
+	    (uint32_t)(((uint64_t)frames + MEMPROF_FRAME_CHUNK - 1) / MEMPROF_FRAME_CHUNK);
 
-	return chunks < tr->frame_chunks ? chunks : tr->frame_chunks;
+	return chunks < max ? chunks : max;
+}
+
+/* Chunks of the stack table (and of its aggregates) in use: those holding
+ * the ids handed out in the stack table proper. */
+static uint32_t stack_chunks_in_use(const struct tracer *tr)
+{
+	uint32_t n = __atomic_load_n(&tr->skel->data->next_stack_id, __ATOMIC_ACQUIRE);
+
+	return (uint32_t)(((uint64_t)n + MEMPROF_STACK_CHUNK_IDS - 1) / MEMPROF_STACK_CHUNK_IDS);
 }
 
 int tracer_sync(struct tracer *tr)
 {
-	uint32_t all = tr->max_stacks + MEMPROF_INNER_STACKS;
 	uint32_t used = stacks_in_use(tr);
+	uint32_t stack_chunks = stack_chunks_in_use(tr);
+	/* Every chunk of the ids below used (chunk i holds ids from
+	 * i * MEMPROF_STACK_CHUNK_IDS on): the stack table's, then the inner
+	 * table's. */
+	uint32_t id_chunks =
+	    (uint32_t)(((uint64_t)used + MEMPROF_STACK_CHUNK_IDS - 1) / MEMPROF_STACK_CHUNK_IDS);
+	uint32_t id_main = tr->stack_arena.main_chunks;
+	uint32_t id_inner = id_chunks > id_main ? id_chunks - id_main : 0;
+	/* The frames of those stacks, below the counters read after used. */
+	uint32_t frames_main = frame_chunks_in_use(&tr->skel->bss->next_frame, tr->frame_chunks);
+	uint32_t frames_inner =
+	    frame_chunks_in_use(&tr->skel->bss->next_inner_frame, MEMPROF_INNER_CHUNKS);
 	int rc;
 
-	if (used > tr->mapped_stacks || !tr->stacks) {
-		uint32_t n = to_map(used, all, TRACER_STACKS_MAPPED_FIRST);
-
-		if ((rc = remap(tr->skel->maps.stacks, n, (const void **)&tr->stacks,
-				&tr->stacks_bytes)) ||
-		    (rc = remap(tr->skel->maps.stack_aggs, n, (const void **)&tr->aggs,
-				&tr->aggs_bytes)))
-			return rc;
-		tr->mapped_stacks = n;
-	}
-	/* The arena's chunks are mapped as they are created: grow it ahead. */
-	if ((rc = frame_arena_grow(&tr->arena, chunks_in_use(tr))))
+	/* Grow the tables ahead of their use, and map what is in use. */
+	if ((rc = chunk_arena_grow(&tr->stack_arena, stack_chunks)) ||
+	    (rc = chunk_arena_grow(&tr->agg_arena, stack_chunks)) ||
+	    (rc = chunk_arena_grow(&tr->frame_arena, frames_main)) ||
+	    (rc = chunk_arena_map(&tr->stack_arena, id_chunks, id_inner)) ||
+	    (rc = chunk_arena_map(&tr->agg_arena, id_chunks, id_inner)) ||
+	    (rc = chunk_arena_map(&tr->frame_arena, frames_main, frames_inner)) ||
+	    (rc = overflow_levels_grow(
+		 &tr->overflow, __atomic_load_n(&tr->skel->bss->n_overflow, __ATOMIC_RELAXED))))
 		return rc;
-	/* Invariant (tracer.h): the stacks below synced_stacks have their frames mapped. */
+	/* Invariant (tracer.h): the stacks below synced_stacks are mapped, their frames too. */
 	tr->synced_stacks = used;
 	return 0;
 }
@@ -170,24 +162,44 @@ static uint32_t frame_chunks_of(uint32_t max_stacks)
 		      MEMPROF_FRAME_CHUNK);
 }
 
+/* The stack table's chunks (and its aggregates'): those of the stack
+ * table proper, and from the one holding id max_stacks on, the inner
+ * table's (memprof_maps.h). */
+static uint32_t stack_main_chunks(uint32_t max_stacks)
+{
+	return max_stacks / MEMPROF_STACK_CHUNK_IDS;
+}
+
+static uint32_t stack_all_chunks(uint32_t max_stacks)
+{
+	return (
+	    uint32_t)(((uint64_t)max_stacks + MEMPROF_INNER_STACKS + MEMPROF_STACK_CHUNK_IDS - 1) /
+		      MEMPROF_STACK_CHUNK_IDS);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 uint64_t tracer_stack_memory(uint32_t max_stacks)
 {
-	uint64_t n = (uint64_t)max_stacks + MEMPROF_INNER_STACKS;
-
 	uint64_t buckets = 1;
+	uint32_t main = stack_main_chunks(max_stacks);
 
-	while (buckets < n)
+	while (buckets < max_stacks)
 		buckets *= 2;
-	/* The two arrays, allocated whole, the frame arena's first chunks and
-	 * the inner table's (frame_arena.h), and the buckets of the two
-	 * hashes (HTAB_BUCKET_BYTES each). */
-	uint64_t first = frame_chunks_of(max_stacks);
-
-	if (first > MEMPROF_FRAME_CHUNKS_FIRST)
-		first = MEMPROF_FRAME_CHUNKS_FIRST;
-	return n * (sizeof(struct memprof_stack) + sizeof(struct memprof_stack_agg)) +
-	       (first + MEMPROF_INNER_CHUNKS) * sizeof(struct memprof_frame_chunk) +
-	       2 * buckets * HTAB_BUCKET_BYTES;
+	/* The chunks created at the start (chunk_arena.h): the stack table's
+	 * and its aggregates' first and the inner table's, the frame arena's
+	 * first and the inner table's; and the buckets of the four hashes
+	 * (HTAB_BUCKET_BYTES each: stack_ids and lifetimes, and the inner
+	 * table's two). */
+	return (min_u64(main, MEMPROF_STACK_CHUNKS_FIRST) + stack_all_chunks(max_stacks) - main) *
+		   (sizeof(struct memprof_stack_chunk) + sizeof(struct memprof_agg_chunk)) +
+	       (min_u64(frame_chunks_of(max_stacks), MEMPROF_FRAME_CHUNKS_FIRST) +
+		MEMPROF_INNER_CHUNKS) *
+		   sizeof(struct memprof_frame_chunk) +
+	       2 * (buckets + MEMPROF_INNER_STACKS) * HTAB_BUCKET_BYTES;
 }
 
 uint64_t tracer_stack_memory_used(void)
@@ -196,9 +208,11 @@ uint64_t tracer_stack_memory_used(void)
 	 * kernel's element header, the key and the value, each rounded to 8
 	 * bytes), as fdinfo's memlock counts them, and its frames in the
 	 * arena's chunks, created as they are used (MEMPROF_FRAMES_PER_STACK
-	 * on average). */
+	 * on average), and its entry and aggregates in the stack table's
+	 * chunks, created as they are used too. */
 	return 2 * HTAB_ELEM_BYTES + 8 + 8 + 8 + sizeof(struct memprof_lifetime_hist) +
-	       MEMPROF_FRAMES_PER_STACK * sizeof(__u64);
+	       MEMPROF_FRAMES_PER_STACK * sizeof(__u64) + sizeof(struct memprof_stack) +
+	       sizeof(struct memprof_stack_agg);
 }
 
 /*
@@ -267,8 +281,7 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 	tr->home_slots = home_slots;
 	tr->skel->rodata->max_blocks = max_blocks;
 	tr->skel->rodata->home_slots = home_slots;
-	if ((rc = bpf_map__set_max_entries(tr->skel->maps.block_slots, home_slots)) ||
-	    (rc = bpf_map__set_max_entries(tr->skel->maps.blocks_overflow, max_blocks))) {
+	if ((rc = bpf_map__set_max_entries(tr->skel->maps.block_slots, home_slots))) {
 		snprintf(err, errlen, "cannot size the block map: %s", strerror(-rc));
 		return TRACER_FAILED;
 	}
@@ -278,14 +291,12 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 	tr->skel->rodata->max_stacks = max_stacks;
 	tr->frame_chunks = frame_chunks_of(max_stacks);
 	tr->skel->rodata->frame_chunks = tr->frame_chunks;
-	if ((rc = bpf_map__set_max_entries(tr->skel->maps.stacks,
-					   max_stacks + MEMPROF_INNER_STACKS)) ||
-	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_aggs,
-					   max_stacks + MEMPROF_INNER_STACKS)) ||
-	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_ids,
-					   max_stacks + MEMPROF_INNER_STACKS)) ||
-	    (rc = bpf_map__set_max_entries(tr->skel->maps.lifetimes,
-					   max_stacks + MEMPROF_INNER_STACKS)) ||
+	if ((rc = bpf_map__set_max_entries(tr->skel->maps.stack_chunks,
+					   stack_all_chunks(max_stacks))) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.agg_chunks,
+					   stack_all_chunks(max_stacks))) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.stack_ids, max_stacks)) ||
+	    (rc = bpf_map__set_max_entries(tr->skel->maps.lifetimes, max_stacks)) ||
 	    (rc = bpf_map__set_max_entries(tr->skel->maps.frames,
 					   frame_chunks_of(max_stacks) + MEMPROF_INNER_CHUNKS))) {
 		snprintf(err, errlen, "cannot size the stack maps: %s", strerror(-rc));
@@ -320,14 +331,45 @@ static enum tracer_status tracer_open_with(struct tracer *tr, const struct targe
 			 strerror(-rc));
 		return rc == -ENOSPC && stats ? TRACER_LOG_FULL : status_of(rc);
 	}
-	rc = frame_arena_open(&tr->arena, bpf_map__fd(tr->skel->maps.frames), tr->frame_chunks,
-			      MEMPROF_INNER_CHUNKS);
+	{
+		uint32_t main = stack_main_chunks(max_stacks);
+		const struct chunk_arena_shape stacks = {"stack_chunk",
+							 sizeof(struct memprof_stack_chunk),
+							 main,
+							 stack_all_chunks(max_stacks) - main,
+							 MEMPROF_STACK_CHUNKS_FIRST,
+							 MEMPROF_STACK_CHUNKS_AHEAD};
+		struct chunk_arena_shape aggs = stacks;
+		const struct chunk_arena_shape frames = {"frame_chunk",
+							 sizeof(struct memprof_frame_chunk),
+							 tr->frame_chunks,
+							 MEMPROF_INNER_CHUNKS,
+							 MEMPROF_FRAME_CHUNKS_FIRST,
+							 MEMPROF_FRAME_CHUNKS_AHEAD};
+
+		aggs.name = "agg_chunk";
+		aggs.chunk_bytes = sizeof(struct memprof_agg_chunk);
+		if (!(rc = chunk_arena_open(&tr->stack_arena,
+					    bpf_map__fd(tr->skel->maps.stack_chunks), &stacks)) &&
+		    !(rc = chunk_arena_open(&tr->agg_arena, bpf_map__fd(tr->skel->maps.agg_chunks),
+					    &aggs)))
+			rc = chunk_arena_open(&tr->frame_arena, bpf_map__fd(tr->skel->maps.frames),
+					      &frames);
+	}
 	if (rc) {
-		snprintf(err, errlen, "cannot create the frame arena: %s", strerror(-rc));
+		snprintf(err, errlen, "cannot create the stack table's chunks: %s", strerror(-rc));
 		return status_of(rc);
 	}
-	tr->frames = tr->arena.frames;
-	tr->n_frames = frame_arena_frames(&tr->arena);
+	rc = overflow_levels_open(&tr->overflow, bpf_map__fd(tr->skel->maps.blocks_overflow),
+				  max_blocks);
+	if (rc) {
+		snprintf(err, errlen, "cannot create the block map's overflow: %s", strerror(-rc));
+		return status_of(rc);
+	}
+	tr->stacks = tr->stack_arena.base;
+	tr->aggs = tr->agg_arena.base;
+	tr->frames = tr->frame_arena.base;
+	tr->n_frames = (uint64_t)(tr->frame_chunks + MEMPROF_INNER_CHUNKS) * MEMPROF_CHUNK_FRAMES;
 	rc = tracer_sync(tr);
 	if (rc) {
 		snprintf(err, errlen, "cannot mmap the BPF arrays: %s", strerror(-rc));
@@ -522,17 +564,14 @@ static int read_block_slots(struct tracer *tr)
 	return 0;
 }
 
-int tracer_read_blocks(struct tracer *tr)
+/* The blocks of one level of the overflow (fd), by batch lookups. */
+static int read_overflow_level(struct tracer *tr, int fd)
 {
-	int fd = bpf_map__fd(tr->skel->maps.blocks_overflow);
 	__u64 keys[BLOCKS_BATCH];
 	struct memprof_block vals[BLOCKS_BATCH];
 	__u32 cursor = 0;
-	int first = 1, done = 0, rc;
+	int first = 1, done = 0;
 
-	tr->n_blocks = 0;
-	if ((rc = read_block_slots(tr)))
-		return rc;
 	while (!done) {
 		__u32 count = BLOCKS_BATCH;
 		int rc = bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor, keys, vals,
@@ -552,48 +591,22 @@ int tracer_read_blocks(struct tracer *tr)
 	return 0;
 }
 
+int tracer_read_blocks(struct tracer *tr)
+{
+	int rc;
+
+	tr->n_blocks = 0;
+	if ((rc = read_block_slots(tr)))
+		return rc;
+	for (uint32_t k = 0; k < tr->overflow.created; k++)
+		if ((rc = read_overflow_level(tr, tr->overflow.fds[k])))
+			return rc;
+	return 0;
+}
+
 uint32_t tracer_n_stacks(const struct tracer *tr)
 {
 	return tr->synced_stacks;
-}
-
-int tracer_read_lifetimes(struct tracer *tr)
-{
-	int fd = bpf_map__fd(tr->skel->maps.lifetimes);
-	uint32_t n = tr->synced_stacks, keys[LIFETIMES_BATCH], cursor = 0;
-	struct memprof_lifetime_hist *vals, *all;
-	int first = 1, done = 0;
-
-	vals = malloc(LIFETIMES_BATCH * sizeof(*vals));
-	all = calloc(n ? n : 1, sizeof(*all));
-	if (!vals || !all) {
-		free(vals);
-		free(all);
-		return -ENOMEM;
-	}
-	while (!done) {
-		__u32 count = LIFETIMES_BATCH;
-
-		if (bpf_map_lookup_batch(fd, first ? NULL : &cursor, &cursor, keys, vals, &count,
-					 NULL)) {
-			if (errno != ENOENT) {
-				int e = errno;
-
-				free(vals);
-				free(all);
-				return -e;
-			}
-			done = 1;
-		}
-		first = 0;
-		for (__u32 i = 0; i < count; i++)
-			if (keys[i] < n)
-				all[keys[i]] = vals[i];
-	}
-	free(vals);
-	free((void *)tr->lifetimes);
-	tr->lifetimes = all;
-	return 0;
 }
 
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c)
@@ -611,13 +624,13 @@ void tracer_close(struct tracer *tr)
 		tr->costs.detach_ns = mono_ns() - t0;
 	free(tr->links);
 	free(tr->link_is_sample);
-	if (tr->stacks)
-		munmap((void *)tr->stacks, tr->stacks_bytes);
-	if (tr->aggs)
-		munmap((void *)tr->aggs, tr->aggs_bytes);
-	if (tr->frames)
-		frame_arena_close(&tr->arena);
-	free((void *)tr->lifetimes);
+	if (tr->stack_arena.base)
+		chunk_arena_close(&tr->stack_arena);
+	if (tr->agg_arena.base)
+		chunk_arena_close(&tr->agg_arena);
+	if (tr->frame_arena.base)
+		chunk_arena_close(&tr->frame_arena);
+	overflow_levels_close(&tr->overflow);
 	memprof_bpf__destroy(tr->skel);
 	free(tr->blocks);
 	memset(tr, 0, sizeof(*tr));
@@ -638,24 +651,6 @@ void tracer_describe_costs(const struct tracer *tr, char *buf, size_t len)
 			 c->mmap_ns / 1e6, c->attach_ns / 1e6);
 }
 
-/* fdinfo's memlock of map fd: the kernel memory the map holds, in bytes. */
-static uint64_t map_memlock(int fd)
-{
-	char path[64], line[128];
-	uint64_t bytes = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "memlock:", 8))
-			bytes = strtoull(line + 8, NULL, 10);
-	fclose(f);
-	return bytes;
-}
-
 uint64_t tracer_map_memory(const struct tracer *tr, char *buf, size_t len)
 {
 	const struct bpf_map *map;
@@ -668,14 +663,17 @@ uint64_t tracer_map_memory(const struct tracer *tr, char *buf, size_t len)
 		return 0;
 	bpf_object__for_each_map(map, tr->skel->obj)
 	{
-		uint64_t bytes = map_memlock(bpf_map__fd(map));
+		uint64_t bytes = map_fd_memlock(bpf_map__fd(map));
 
-		/* The arena's chunks are maps of their own. */
-		for (uint32_t i = 0; map == tr->skel->maps.frames &&
-				     i < tr->arena.main_chunks + tr->arena.inner_chunks;
-		     i++)
-			if (tr->arena.fds[i] >= 0)
-				bytes += map_memlock(tr->arena.fds[i]);
+		/* The chunks are maps of their own. */
+		if (map == tr->skel->maps.frames)
+			bytes += chunk_arena_memory(&tr->frame_arena);
+		else if (map == tr->skel->maps.stack_chunks)
+			bytes += chunk_arena_memory(&tr->stack_arena);
+		else if (map == tr->skel->maps.agg_chunks)
+			bytes += chunk_arena_memory(&tr->agg_arena);
+		else if (map == tr->skel->maps.blocks_overflow)
+			bytes += overflow_levels_memory(&tr->overflow);
 		total += bytes;
 		if (buf && n < len && bytes >= 1 << 16) {
 			int w = snprintf(buf + n, len - n, "%s%s %.1f MiB", n ? ", " : "",

@@ -12,7 +12,8 @@
 
 #include <linux/types.h>
 
-#include "trace/frame_arena.h"
+#include "trace/chunk_arena.h"
+#include "trace/overflow_levels.h"
 #include "memprof_maps.h"
 #include "target.h"
 
@@ -47,26 +48,22 @@ struct tracer {
 	char *link_is_sample; /* per link: 1 if memprof:sample's */
 	size_t n_links;
 	/*
-	 * The stack table and its aggregates, mmapped for their first
-	 * mapped_stacks entries: tracer_sync maps them again, at other
-	 * addresses, as more is used.  The frame arena (frame_arena.h) is
-	 * mapped as its chunks are created, at one address: frames, n_frames
-	 * long.  Invariant: the synced_stacks stacks read at the last
+	 * The stack table, its aggregates and the frame arena, each a table
+	 * that grows (chunk_arena.h): its chunks mapped as they come into use,
+	 * each table at one address, stacks and aggs indexed by stack id, frames
+	 * n_frames long.  Invariant: the synced_stacks stacks read at the last
 	 * tracer_sync (tracer_n_stacks) are mapped, their frames below n_frames.
 	 */
 	const struct memprof_stack *stacks;
 	const struct memprof_stack_agg *aggs;
 	const __u64 *frames;
-	uint32_t mapped_stacks, synced_stacks, frame_chunks;
+	uint32_t synced_stacks, frame_chunks;
 	uint64_t n_frames;
-	size_t stacks_bytes, aggs_bytes;
-	struct frame_arena arena;
-	/* Lifetimes of the blocks that died, per stack id below tracer_n_stacks
-	 * (a copy of the kernel's, by tracer_read_lifetimes; NULL before). */
-	const struct memprof_lifetime_hist *lifetimes;
+	struct chunk_arena stack_arena, agg_arena, frame_arena;
 	uint32_t max_stacks; /* the stack table's size (--max-stacks) */
 	uint32_t max_blocks;
-	uint32_t home_slots; /* the block map's home slots (memprof_maps.h) */
+	uint32_t home_slots;		 /* the block map's home slots (memprof_maps.h) */
+	struct overflow_levels overflow; /* the block map's overflow */
 	/* CLOCK_MONOTONIC ns when tracer_detach raised detaching (0: not yet):
 	 * the blocks still in the block map were alive then. */
 	uint64_t detach_ns;
@@ -104,7 +101,8 @@ enum tracer_status tracer_open(struct tracer *tr, const struct target *t, uint32
  */
 uint32_t tracer_home_slots(uint64_t resident_bytes, double rate);
 /* Kernel memory the stack maps take for max_stacks before any is used, in
- * bytes (about), and what each stack used adds. */
+ * bytes (about: the chunks created at the start, the hashes' buckets), and
+ * what each stack used adds (on average, the chunks growing with them). */
 uint64_t tracer_stack_memory(uint32_t max_stacks);
 uint64_t tracer_stack_memory_used(void);
 /* Attach every memprof probe of every probe file of t. */
@@ -117,15 +115,21 @@ void tracer_detach(struct tracer *tr);
 /* Refresh tr->blocks from the block map (home slots, then the overflow
  * hash by batch lookups).  0 or -errno. */
 int tracer_read_blocks(struct tracer *tr);
-/* Map more of the stack table, aggregates and frames if the kernel side
- * uses more than are mapped (tr->stacks, aggs and frames may move), and
- * take the count of stacks to read.  0 or -errno. */
+/* Create (and map) chunks of the stack table, aggregates and frames ahead
+ * of what the kernel side uses, and take the count of stacks to read.  0
+ * or -errno. */
 int tracer_sync(struct tracer *tr);
 /* Stack ids in use at the last tracer_sync: the entries of tr->stacks, aggs
- * (and lifetimes, once read) to read. */
+ * to read. */
 uint32_t tracer_n_stacks(const struct tracer *tr);
-/* Copy the kernel's lifetime histograms into tr->lifetimes.  0 or -errno. */
-int tracer_read_lifetimes(struct tracer *tr);
+/* Hand each stack's lifetime histogram (stack ids below tracer_n_stacks
+ * with a death), its carries added (memprof_maps.h), to each(arg, id,
+ * counts), a batch of the kernel's map at a time: no copy of the whole
+ * table.  0 or -errno. */
+int tracer_each_lifetime(struct tracer *tr,
+			 void (*each)(void *arg, uint32_t stack_id,
+				      const struct memprof_lifetime_counts *h),
+			 void *arg);
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c);
 void tracer_close(struct tracer *tr);
 /* One line saying where the start-up time went (tr->costs), into buf. */

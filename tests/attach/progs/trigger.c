@@ -21,13 +21,16 @@
  *
  * Usage: attach-trigger [--iterations N] [--seconds S] [--wait-tracers K]
  *                       [--ready-file F] [--start-file F] [--map FILE] [--seed X]
- *                       [--vfork-every E] [--idle 1] [--hold-events F]
+ *                       [--vfork-every E] [--idle 1] [--hold-events F] [--sample-scale K]
  * --hold-events F: keep every promotion and death queued (a host whose
  * events wait for its next poll, as the core's do for up to 10 ms), firing
  * them only when a tracer asks for a flush (memprof_probe_control's
  * flush_request) and at exit; F is written once TRIGGER_HELD_EPOCHS
  * collections' events are held.  It shows that a detaching tracer gets
  * what the host had queued.
+ * --sample-scale K: each sample counts K times its n_samples (K up to
+ * 2^31: the kernel's 32-bit lifetime slots wrap, and their carries must
+ * add up).
  * --vfork-every E: every E epochs, one iteration runs in a vfork child (in
  * the trigger's memory, as dash's children do): its samples are the
  * trigger's, and the trigger later frees its blocks.  --idle 1: allocate
@@ -95,6 +98,7 @@ static double rate;
 static uint64_t inv_rate_q16;
 static uint64_t next_gap; /* words to the next sample point, >= 1 */
 static uint64_t next_id = 1;
+static uint64_t sample_scale = 1; /* --sample-scale */
 static uint64_t rng_state;
 
 static double rng_uniform(void)
@@ -199,6 +203,7 @@ static __attribute__((noinline)) void alloc_block(enum site s)
 	next_gap -= left;
 	if (!n)
 		return;
+	n *= sample_scale;
 	/* Frame 0 is this function: the stack starts at the site's frame. */
 	len = backtrace(frames, MEMPROF_PROBE_MAX_STACK + 1);
 	track(s, n, site_words[s], (const uintptr_t *)(frames + 1), len > 1 ? len - 1 : 0);
@@ -433,6 +438,8 @@ int main(int argc, char **argv)
 			idle = strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--hold-events"))
 			held_file = v;
+		else if (!strcmp(a, "--sample-scale"))
+			sample_scale = strtoull(v, NULL, 0);
 		else {
 			fprintf(stderr, "attach-trigger: unknown option %s\n", a);
 			return 1;
