@@ -140,14 +140,35 @@ void memprof_probe_flush(void)
 	pthread_mutex_unlock(&memprof_core.lock);
 }
 
+/*
+ * Serve the queues at a poll: the flush a tracer asked for, else a flush
+ * when either queue waited longer than PROBE_EVENTS_MAX_AGE_NS.  One flush
+ * empties both, so one coarse clock read decides for both (none while both
+ * are empty).  Read without the lock, as probe_events_service.
+ */
+static void probe_queues_service(void)
+{
+	uint32_t n_ev = probe_events_queue.n, n_smp = probe_samples_queue.n;
+
+	if (PROBE_UNLIKELY(probe_flush_requested())) {
+		__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
+		memprof_probe_flush();
+		probe_flush_served(request);
+		return;
+	}
+	if (!n_ev && !n_smp)
+		return;
+	uint64_t now = probe_clock_ns(CLOCK_MONOTONIC_COARSE);
+	if ((n_ev && (int64_t)(now - probe_events_queue.first_ns) > PROBE_EVENTS_MAX_AGE_NS) ||
+	    (n_smp && (int64_t)(now - probe_samples_queue.first_ns) > PROBE_EVENTS_MAX_AGE_NS))
+		memprof_probe_flush();
+}
+
 int memprof_probe_service(void)
 {
 	if (!SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
 		return 0;
-	probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS, memprof_probe_flush);
-	if (probe_queue_stale(probe_samples_queue.n, probe_samples_queue.first_ns,
-			      PROBE_EVENTS_MAX_AGE_NS))
-		memprof_probe_flush();
+	probe_queues_service();
 	return 1;
 }
 
@@ -209,12 +230,7 @@ int probe_poll(void)
 	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
 		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs,
 		 * and no longer once the tracer asks for them. */
-		probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS,
-				     memprof_probe_flush);
-		if (PROBE_UNLIKELY(probe_queue_stale(probe_samples_queue.n,
-						     probe_samples_queue.first_ns,
-						     PROBE_EVENTS_MAX_AGE_NS)))
-			memprof_probe_flush();
+		probe_queues_service();
 		return 0;
 	}
 	int changed = 0;

@@ -159,6 +159,14 @@ double memprof_current_rate(void)
 	return r.lambda;
 }
 
+double memprof_rate_in_force(void)
+{
+	struct rate r;
+
+	rate_read(&r);
+	return r.lambda;
+}
+
 size_t memprof_draw_gap(void)
 {
 	struct rate r;
@@ -190,11 +198,12 @@ static void rate_bytes(struct rate *r)
 	r->inv_log1m = inv_log1m;
 }
 
+/* No poll here: the malloc host's slow path polled (memprof_run_postponed)
+ * just before, and one poll per slow path is enough. */
 size_t memprof_draw_gap_bytes(void)
 {
 	struct rate r;
 
-	probe_poll();
 	rate_bytes(&r);
 	return rng_geometric(&r);
 }

@@ -167,10 +167,12 @@ void memprof_block_freed(uint64_t handle);
  */
 void memprof_epoch_end(void);
 /* Per-thread draws for hosts that count down bytes/words themselves. */
-double memprof_current_rate(void); /* 0 when not sampling */
-size_t memprof_draw_gap(void);	   /* words to the next sample, >= 1 */
+double memprof_current_rate(void);  /* 0 when not sampling */
+double memprof_rate_in_force(void); /* the same without polling the tracer semaphore */
+size_t memprof_draw_gap(void);	    /* words to the next sample, >= 1 */
 size_t memprof_draw_binomial(size_t words);
-/* The same per byte, at the rate per word / 8 (the malloc host's unit). */
+/* The same per byte, at the rate per word / 8 (the malloc host's unit).
+ * These two do not poll the tracer semaphore (memprof_run_postponed does). */
 size_t memprof_draw_gap_bytes(void); /* bytes to the next sample, >= 1 */
 size_t memprof_draw_binomial_bytes(size_t bytes);
 
