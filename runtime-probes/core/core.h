@@ -76,8 +76,20 @@ struct thread_state {
 	uintptr_t *cb_stack;   /* call stack handed to the running alloc callback (owned) */
 	int in_core;	       /* inside memprof_track_malloc: nested calls (from the
 				* core's own malloc) are not sampled */
+	/* rng.c's rate per byte, cached: bytes_inv_log1m is 1 / log1p(-lambda / 8)
+	 * for lambda == bytes_for_lambda (both 0 at first: lambda 0 gives 0). */
+	double bytes_for_lambda;
+	double bytes_inv_log1m;
 };
-extern _Thread_local struct thread_state memprof_ts;
+/*
+ * Initial-exec: one %fs-relative access instead of a __tls_get_addr call
+ * per use (several per sample in the shared objects the core is linked
+ * into).  An object dlopen'ed into a running process (an injected host)
+ * takes these bytes from the loader's static TLS surplus, as the malloc
+ * host's preload_self already does.
+ */
+#define CORE_TLS_MODEL __attribute__((tls_model("initial-exec")))
+extern _Thread_local struct thread_state memprof_ts CORE_TLS_MODEL;
 
 /* ---- rate in force (profile.c), readable without the lock ---- */
 struct rate {

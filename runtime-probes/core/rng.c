@@ -18,7 +18,7 @@
  */
 #define RNG_ENV_SEED "MEMPROF_SEED"
 
-_Thread_local struct thread_state memprof_ts;
+_Thread_local struct thread_state memprof_ts CORE_TLS_MODEL;
 static atomic_uint_fast64_t thread_rank;
 static atomic_uint_fast64_t process_seed;
 static atomic_int process_seed_set;
@@ -187,15 +187,15 @@ size_t memprof_draw_binomial(size_t words)
 /* The rate per byte of r (lambda / 8), cached per thread. */
 static void rate_bytes(struct rate *r)
 {
-	static _Thread_local double for_lambda = -1, inv_log1m;
+	struct thread_state *ts = &memprof_ts;
 
 	rate_read(r);
-	if (r->lambda != for_lambda) {
-		for_lambda = r->lambda;
-		inv_log1m = r->lambda > 0 ? 1.0 / log1p(-r->lambda / 8) : 0.0;
+	if (r->lambda != ts->bytes_for_lambda) {
+		ts->bytes_for_lambda = r->lambda;
+		ts->bytes_inv_log1m = r->lambda > 0 ? 1.0 / log1p(-r->lambda / 8) : 0.0;
 	}
 	r->lambda /= 8;
-	r->inv_log1m = inv_log1m;
+	r->inv_log1m = ts->bytes_inv_log1m;
 }
 
 /* No poll here: the malloc host's slow path polled (memprof_run_postponed)
