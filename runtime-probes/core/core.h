@@ -80,6 +80,7 @@ struct thread_state {
 	 * for lambda == bytes_for_lambda (both 0 at first: lambda 0 gives 0). */
 	double bytes_for_lambda;
 	double bytes_inv_log1m;
+	struct unwind_cache *unwind; /* unwind.c's rules, NULL until the first capture */
 };
 /*
  * Initial-exec: one %fs-relative access instead of a __tls_get_addr call
@@ -128,6 +129,28 @@ void stack_buf_free(struct stack_buf *sb);
 size_t callstack_capture(uintptr_t *buf, size_t max);
 /* Frames to capture for a sample now: profile's size, or the probe maximum. */
 size_t callstack_wanted(void);
+
+/* ---- the fast unwinder (unwind.c) ---- */
+/* 1: call stacks walk cached unwind rules (x86-64), 0: always unw_backtrace. */
+#ifndef MEMPROF_UNWIND_FAST
+#if defined(__x86_64__) && !defined(MEMPROF_CALLSTACK_GLIBC_BACKTRACE)
+#define MEMPROF_UNWIND_FAST 1
+#else
+#define MEMPROF_UNWIND_FAST 0
+#endif
+#endif
+#define UNWIND_FAST MEMPROF_UNWIND_FAST
+/* unwind_walk's answer when unw_backtrace must take the capture. */
+#define UNWIND_FALLBACK SIZE_MAX
+/*
+ * Walk the calling thread's stack from pc (with %rsp sp and %rbp fp there,
+ * in a frame still live): buf[0] = pc, then up to want - 1 return
+ * addresses, exactly as unw_backtrace would give them from that point.
+ * UNWIND_FALLBACK when a frame on the way is not one it takes.
+ */
+size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uintptr_t fp);
+/* Release the calling thread's rule cache. */
+void unwind_thread_exit(void);
 
 /* ---- sampling (sample.c) ---- */
 /* Flags of sample_new_locked. */
