@@ -94,6 +94,9 @@ struct unwind_rule {
 struct unwind_cache {
 	unsigned long long adds, subs; /* the loader's counts the slots were filled under */
 	size_t fast, fallbacks;	       /* captures of each kind (memprof_debug_unwind_stats) */
+	/* A walk runs on this thread: a capture nested in it (a signal
+	 * handler's) must not see a slot half written, so it falls back. */
+	volatile int busy;
 	struct unwind_rule slot[UNWIND_CACHE_SLOTS];
 };
 
@@ -244,9 +247,9 @@ static const uint8_t *find_fde(uintptr_t pc)
 	hdr = (uintptr_t)q.hdr;
 	p = q.hdr + 4;
 	/* The table: (initial location, FDE) pairs, datarel sdata4, sorted. */
-	if (q.hdr[1] == PE_OMIT || q.hdr[2] == PE_OMIT ||
-	    q.hdr[3] != (PE_DATAREL | PE_SDATA4) || read_encoded(&p, q.hdr[1], hdr, &eh_frame) ||
-	    read_encoded(&p, q.hdr[2], hdr, &count) || count == 0)
+	if (q.hdr[1] == PE_OMIT || q.hdr[2] == PE_OMIT || q.hdr[3] != (PE_DATAREL | PE_SDATA4) ||
+	    read_encoded(&p, q.hdr[1], hdr, &eh_frame) || read_encoded(&p, q.hdr[2], hdr, &count) ||
+	    count == 0)
 		return NULL;
 	const int32_t *table = (const int32_t *)(const void *)p;
 	size_t lo = 0, hi = count;
@@ -665,9 +668,14 @@ size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uint
 
 	if (want == 0)
 		return 0;
+	c = memprof_ts.unwind;
+	if (c && c->busy)
+		return UNWIND_FALLBACK;
 	c = cache_get();
 	if (!c)
 		return UNWIND_FALLBACK;
+	c->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	buf[n++] = pc;
 	while (n < want) {
 		const struct unwind_rule *r = rule_get(c, lookup);
@@ -675,6 +683,8 @@ size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uint
 			break;
 		if (r->kind != RULE_RSP && r->kind != RULE_RBP) {
 			c->fallbacks++;
+			atomic_signal_fence(memory_order_seq_cst);
+			c->busy = 0;
 			return UNWIND_FALLBACK;
 		}
 		uintptr_t cfa = (r->kind == RULE_RSP ? sp : fp) + (intptr_t)r->cfa_off;
@@ -689,6 +699,8 @@ size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uint
 		lookup = ra - 1;
 	}
 	c->fast++;
+	atomic_signal_fence(memory_order_seq_cst);
+	c->busy = 0;
 	return n;
 }
 

@@ -39,7 +39,8 @@ static volatile uintptr_t sink; /* keeps calls from being tail calls */
 
 static __attribute__((noinline)) void take(struct pair *p)
 {
-	p->walked = memprof_debug_callstack_pair(p->fast, &p->n_fast, p->ref, &p->n_ref, MAX_FRAMES);
+	p->walked =
+	    memprof_debug_callstack_pair(p->fast, &p->n_fast, p->ref, &p->n_ref, MAX_FRAMES);
 	sink++;
 }
 
@@ -56,8 +57,9 @@ static void expect_same(const struct pair *p, const char *what)
 {
 	for (int i = 0; i < 2; i++) {
 		cr_assert_gt(p[i].n_ref, 0, "%s: unw_backtrace gave no frame", what);
-		cr_assert_eq(p[i].n_fast, p[i].n_ref, "%s (capture %d): %zu frames, unw_backtrace %zu",
-			     what, i, p[i].n_fast, p[i].n_ref);
+		cr_assert_eq(p[i].n_fast, p[i].n_ref,
+			     "%s (capture %d): %zu frames, unw_backtrace %zu", what, i, p[i].n_fast,
+			     p[i].n_ref);
 		for (size_t k = 0; k < p[i].n_ref; k++)
 			cr_assert_eq(p[i].fast[k], p[i].ref[k],
 				     "%s (capture %d): frame %zu is %#lx, unw_backtrace %#lx", what,
