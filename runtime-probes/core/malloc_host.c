@@ -70,13 +70,12 @@ void memprof_block_freed(uint64_t handle)
 	if (!handle)
 		return;
 	pthread_mutex_lock(&memprof_core.lock);
-	size_t i = handles_get(handle);
+	size_t i = handles_take(handle);
 	if (i != NO_INDEX) {
 		MEMPROF_ASSERT(i < memprof_core.tbl.len);
 		MEMPROF_ASSERT(memprof_core.tbl.t[i].id == handle &&
 			       memprof_core.tbl.t[i].malloc_style);
 		MEMPROF_ASSERT(!memprof_core.tbl.t[i].deleted && !memprof_core.tbl.t[i].dead);
-		handles_del(handle);
 		entries_mark_dead(i);
 		entries_settle(i);
 		entries_note_pending(i);
