@@ -216,6 +216,41 @@ size_t memprof_draw_binomial_bytes(size_t bytes)
 	return rng_binomial(&r, bytes);
 }
 
+/*
+ * Counting the gaps that fit in `bytes` draws one gap past its end: by the
+ * memorylessness of the per-byte process, what it overshoots the end by is
+ * distributed as a fresh gap, independent of the count, so it is the next
+ * gap itself (one logarithm less per sample than a fresh draw).  Above
+ * RNG_BINOMIAL_NORMAL_MEAN expected points the count is rng_binomial's and
+ * the gap a fresh draw.
+ */
+size_t memprof_draw_points_bytes(size_t bytes, size_t *next_gap)
+{
+	struct rate r;
+	size_t n = 0, pos;
+
+	rate_bytes(&r);
+	if (r.lambda <= 0) {
+		*next_gap = GAP_NEVER;
+		return 0;
+	}
+	if ((double)bytes * r.lambda > RNG_BINOMIAL_NORMAL_MEAN) {
+		n = rng_binomial(&r, bytes);
+		*next_gap = rng_geometric(&r);
+		return n;
+	}
+	for (pos = rng_geometric(&r); pos <= bytes; n++) {
+		size_t gap = rng_geometric(&r);
+		if (gap > SIZE_MAX - pos) {
+			*next_gap = GAP_NEVER;
+			return n + 1;
+		}
+		pos += gap;
+	}
+	*next_gap = pos - bytes;
+	return n;
+}
+
 int memprof_sampling_here(void)
 {
 	struct rate r;

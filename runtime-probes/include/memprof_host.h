@@ -175,6 +175,10 @@ size_t memprof_draw_binomial(size_t words);
  * These two do not poll the tracer semaphore (memprof_run_postponed does). */
 size_t memprof_draw_gap_bytes(void); /* bytes to the next sample, >= 1 */
 size_t memprof_draw_binomial_bytes(size_t bytes);
+/* The sample points in the next `bytes` bytes (a binomial count, as
+ * memprof_draw_binomial_bytes), and in *next_gap the bytes from their end to
+ * the following point (>= 1, distributed as memprof_draw_gap_bytes). */
+size_t memprof_draw_points_bytes(size_t bytes, size_t *next_gap);
 
 /* ---- Safe points, threads ---- */
 

@@ -100,8 +100,9 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes)
 		if (rate != old_rate)
 			point = memprof_draw_gap_bytes();
 		if (point <= bytes) {
-			n_samples = 1 + memprof_draw_binomial_bytes(bytes - point);
-			rest = memprof_draw_gap_bytes();
+			/* The first point, those after it in the block, and the
+			 * distance from the block's end to the next one. */
+			n_samples = 1 + memprof_draw_points_bytes(bytes - point, &rest);
 		} else {
 			rest = point - bytes;
 		}
