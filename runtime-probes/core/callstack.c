@@ -131,7 +131,7 @@ size_t callstack_capture(uintptr_t *buf, size_t max)
 		uintptr_t pc, sp, fp;
 
 		CALLSTACK_HERE(pc, sp, fp);
-		n = unwind_walk(buf, want, pc, sp, fp);
+		n = unwind_walk(buf, want, pc, sp, fp, 0);
 		if (n == UNWIND_FALLBACK)
 			n = callstack_unw(buf, want);
 #ifdef MEMPROF_DEBUG
@@ -168,7 +168,7 @@ int memprof_debug_callstack_pair(uintptr_t *fast, size_t *n_fast, uintptr_t *ref
 	uintptr_t pc, sp, fp;
 
 	CALLSTACK_HERE(pc, sp, fp);
-	n = unwind_walk(fast, want, pc, sp, fp);
+	n = unwind_walk(fast, want, pc, sp, fp, 0);
 #endif
 	if (n == UNWIND_FALLBACK)
 		n = callstack_unw(fast, want);
@@ -210,4 +210,39 @@ void stack_buf_free(struct stack_buf *sb)
 	if (sb->buf != sb->local)
 		free(sb->buf);
 	sb->buf = sb->local;
+}
+
+__attribute__((noinline)) size_t memprof_unwind(uintptr_t *buf, size_t max)
+{
+	uintptr_t ref[MEMPROF_UNWIND_MAX + 1];
+	size_t n = UNWIND_FALLBACK, got;
+
+	if (max > MEMPROF_UNWIND_MAX)
+		max = MEMPROF_UNWIND_MAX;
+	if (max == 0)
+		return 0;
+#if UNWIND_FAST
+	uintptr_t pc, sp, fp;
+
+	/* This function's own frame is walked, not recorded: the first is the caller's. */
+	CALLSTACK_HERE(pc, sp, fp);
+	n = unwind_walk(buf, max, pc, sp, fp, 1);
+#ifndef MEMPROF_DEBUG
+	if (n != UNWIND_FALLBACK)
+		return n;
+#endif
+#endif
+	/* unw_backtrace from here: its first frame, in this function, goes. */
+	got = callstack_unw(ref, max + 1);
+	if (got == 0)
+		return 0;
+	if (n != UNWIND_FALLBACK) {
+		/* The sanitized build: the walk must be unw_backtrace's frames. */
+		MEMPROF_ASSERT(n == got - 1);
+		for (size_t k = 0; k < n && k + 1 < got; k++)
+			MEMPROF_ASSERT(buf[k] == ref[k + 1]);
+		return n;
+	}
+	memcpy(buf, ref + 1, (got - 1) * sizeof(*buf));
+	return got - 1;
 }

@@ -144,11 +144,13 @@ size_t callstack_wanted(void);
 #define UNWIND_FALLBACK SIZE_MAX
 /*
  * Walk the calling thread's stack from pc (with %rsp sp and %rbp fp there,
- * in a frame still live): buf[0] = pc, then up to want - 1 return
- * addresses, exactly as unw_backtrace would give them from that point.
- * UNWIND_FALLBACK when a frame on the way is not one it takes.
+ * in a frame still live): buf[0] = pc (unless skip_first), then the return
+ * addresses, want frames at most, exactly as unw_backtrace would give them
+ * from that point.  UNWIND_FALLBACK when a frame on the way is not one it
+ * takes.
  */
-size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uintptr_t fp);
+size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uintptr_t fp,
+		   int skip_first);
 /* Release the calling thread's rule cache. */
 void unwind_thread_exit(void);
 

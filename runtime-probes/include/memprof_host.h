@@ -180,6 +180,15 @@ size_t memprof_draw_binomial_bytes(size_t bytes);
  * the following point (>= 1, distributed as memprof_draw_gap_bytes). */
 size_t memprof_draw_points_bytes(size_t bytes, size_t *next_gap);
 
+/*
+ * The calling thread's return addresses, innermost first, as libunwind's
+ * unw_backtrace gives them (the first in the caller), at most max and at
+ * most MEMPROF_UNWIND_MAX: walked by the core's unwinder on cached rules,
+ * by unw_backtrace where the stack has a frame it does not take.
+ */
+#define MEMPROF_UNWIND_MAX 512
+size_t memprof_unwind(uintptr_t *buf, size_t max);
+
 /* ---- Safe points, threads ---- */
 
 /*

@@ -9,7 +9,8 @@
  * is past the function's end, so the rule is the one of the address
  * before).  Each stack is captured twice, the second time through its cached
  * rules.  Where the fast unwinder must walk the stack itself, the test says
- * so too, so that a fallback everywhere would not pass unseen.
+ * so too, so that a fallback everywhere would not pass unseen.  And
+ * memprof_unwind, the hosts' unw_backtrace, gives unw_backtrace's frames.
  */
 #include <alloca.h>
 #include <pthread.h>
@@ -19,8 +20,12 @@
 #include <string.h>
 #include <criterion/criterion.h>
 
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
 #include "memprof.h"
 #include "memprof_debug.h"
+#include "memprof_host.h"
 
 #define MAX_FRAMES 64
 #define SLOTS (MAX_FRAMES + 32)
@@ -236,4 +241,46 @@ Test(unwind, counts_its_walks)
 	memprof_debug_unwind_stats(&fast1, &slow1);
 	cr_expect_eq(fast1 - fast0, 2, "two walks, %zu counted", fast1 - fast0);
 	cr_expect_eq(slow1, slow0);
+}
+
+/* memprof_unwind and unw_backtrace side by side: only their first frames,
+ * two call sites in here, differ. */
+static __attribute__((noinline)) void unwind_both(uintptr_t *a, size_t *na, uintptr_t *b,
+						  size_t *nb)
+{
+	*na = memprof_unwind(a, MAX_FRAMES);
+	sink++;
+	int got = unw_backtrace((void **)b, MAX_FRAMES);
+	*nb = got > 0 ? (size_t)got : 0;
+	sink++;
+}
+
+static __attribute__((noinline)) void recurse_unwind(int depth, uintptr_t *a, size_t *na,
+						     uintptr_t *b, size_t *nb)
+{
+	if (depth > 0)
+		recurse_unwind(depth - 1, a, na, b, nb);
+	else
+		unwind_both(a, na, b, nb);
+	sink++;
+}
+
+Test(unwind, memprof_unwind_is_unw_backtrace)
+{
+	for (int depth = 0; depth <= DEEPER; depth += DEEPER / 4) {
+		uintptr_t a[MAX_FRAMES], b[MAX_FRAMES];
+		size_t na, nb, fast0, slow0, fast1, slow1;
+
+		memprof_debug_unwind_stats(&fast0, &slow0);
+		recurse_unwind(depth, a, &na, b, &nb);
+		memprof_debug_unwind_stats(&fast1, &slow1);
+		cr_expect_eq(fast1 - fast0, 1, "depth %d: the walk was not the fast one", depth);
+		cr_assert_eq(na, nb, "depth %d: %zu frames, unw_backtrace %zu", depth, na, nb);
+		cr_assert_gt(na, 2);
+		cr_expect(a[0] > (uintptr_t)unwind_both && a[0] < (uintptr_t)unwind_both + 256,
+			  "depth %d: the first frame is in the caller", depth);
+		for (size_t k = 1; k < na; k++)
+			cr_assert_eq(a[k], b[k], "depth %d: frame %zu is %#lx, unw_backtrace %#lx",
+				     depth, k, (unsigned long)a[k], (unsigned long)b[k]);
+	}
 }
