@@ -150,9 +150,10 @@ static const struct unwind_rule *rule_get(struct unwind_cache *c, uintptr_t pc)
 	struct hdr_query q = {.pc = pc};
 	struct unwind_rule parsed;
 
-	if (r[0].kind != RULE_EMPTY && r[0].pc == pc)
+	/* An empty slot has pc 0, which no look-up has (pc >= UNWIND_MIN_RA - 1). */
+	if (r[0].pc == pc)
 		return &r[0];
-	if (r[1].kind != RULE_EMPTY && r[1].pc == pc)
+	if (r[1].pc == pc)
 		return &r[1];
 	unwind_rule_parse(&q, &parsed);
 	parsed.pc = pc;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 enum rule_kind {
-	RULE_EMPTY,    /* slot unused */
+	RULE_EMPTY,    /* slot unused (its pc is 0) */
 	RULE_RSP,      /* standard frame, CFA = %rsp + cfa_off */
 	RULE_RBP,      /* standard frame, CFA = %rbp + cfa_off */
 	RULE_LAST,     /* the outermost frame: the walk ends here */
@@ -18,7 +18,7 @@ enum rule_kind {
 };
 
 struct unwind_rule {
-	uintptr_t pc; /* the looked-up address (a return address - 1, or the first pc) */
+	uintptr_t pc; /* the looked-up address (a return address - 1, or the first pc); 0: empty */
 	int32_t cfa_off;
 	int16_t rbp_off;   /* where %rbp is saved, from the CFA (rbp_saved) */
 	uint8_t rbp_saved; /* else %rbp is unchanged */
