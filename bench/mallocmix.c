@@ -12,16 +12,27 @@
  *   work_ns <ns>                 wall time of the work phase
  *   work_cpu_ns <ns>             CPU time of the process during it (all threads)
  *   memprof_samples <n>          (only when the preload host is loaded)
+ *
+ * --fake-tracer RATE (under the preload) raises the preload's sample and
+ * events semaphores itself and asks for RATE, as an attaching tracer would,
+ * but attaches nothing: the host samples, captures stacks, queues records
+ * and fires its probe sites exactly as when traced, and the sites are bare
+ * nops.  That is the in-process part of a traced sample alone, and valgrind
+ * can run it (a process with live uprobes it cannot).
  *   site <name> calls <n> bytes <requested bytes> live_bytes <bytes live at the end>
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,6 +187,74 @@ static const struct memprof_probe_control *find_control(void)
 	return ctl;
 }
 
+/*
+ * The address of local symbol `name` (in .symtab) of the object holding
+ * `inside`, or NULL.  The semaphores are not exported: the tracer finds
+ * them in the ELF file, as here.
+ */
+static void *find_local_symbol(const void *inside, const char *name)
+{
+	Dl_info info;
+	struct stat st;
+	void *found = NULL;
+
+	if (!dladdr(inside, &info) || !info.dli_fname)
+		return NULL;
+	int fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	const unsigned char *img = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(Elf64_Ehdr))
+		img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (img == MAP_FAILED)
+		return NULL;
+	const Elf64_Ehdr *eh = (const void *)img;
+	const Elf64_Shdr *sh = (const void *)(img + eh->e_shoff);
+	for (unsigned i = 0; i < eh->e_shnum && !found; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		const Elf64_Sym *sym = (const void *)(img + sh[i].sh_offset);
+		const char *str = (const char *)(img + sh[sh[i].sh_link].sh_offset);
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++)
+			if (!strcmp(str + sym[k].st_name, name)) {
+				found = (char *)info.dli_fbase + sym[k].st_value;
+				break;
+			}
+	}
+	munmap((void *)img, (size_t)st.st_size);
+	return found;
+}
+
+/* Raise the preload's semaphores and ask for `rate` (see the top comment). */
+static int fake_tracer(double rate)
+{
+	struct memprof_probe_control *ctl = (struct memprof_probe_control *)find_control();
+	static const char *const semaphores[] = {"memprof_sample_semaphore",
+						 "memprof_events_semaphore"};
+
+	if (!ctl) {
+		fprintf(stderr, "mallocmix: --fake-tracer needs the memprof preload\n");
+		return -1;
+	}
+	ctl->requested_rate = rate;
+	for (size_t i = 0; i < sizeof(semaphores) / sizeof(*semaphores); i++) {
+		volatile unsigned short *sem = find_local_symbol(ctl, semaphores[i]);
+		if (!sem) {
+			fprintf(stderr, "mallocmix: no %s in the preload\n", semaphores[i]);
+			return -1;
+		}
+		(*sem)++;
+	}
+	/* The host sees it at its next slow path. */
+	while (!(*(volatile double *)&ctl->active_rate > 0)) {
+		void *volatile p = malloc(WAIT_TRACER_BLOCK_BYTES);
+
+		free(p);
+	}
+	return 0;
+}
+
 static void wait_for_signal(void)
 {
 	sigset_t set;
@@ -218,7 +297,7 @@ static int wait_for_tracer(unsigned timeout_s)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mallocmix [--iterations N] [--wait-signal | --wait-tracer[=S]] "
-			"[--hold S]\n");
+			"[--hold S] [--fake-tracer RATE]\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -237,6 +316,7 @@ int main(int argc, char **argv)
 {
 	uint64_t iterations = DEFAULT_ITERATIONS, hold_s = 0, wait_tracer_s = 0;
 	int wait_signal = 0;
+	double fake_rate = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -249,6 +329,12 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--hold") && i + 1 < argc) {
 			if (parse_u64(argv[++i], &hold_s)) {
 				fprintf(stderr, "mallocmix: bad --hold '%s'\n", argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(a, "--fake-tracer") && i + 1 < argc) {
+			fake_rate = strtod(argv[++i], NULL);
+			if (!(fake_rate > 0 && fake_rate <= 1)) {
+				fprintf(stderr, "mallocmix: bad --fake-tracer '%s'\n", argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(a, "--wait-signal")) {
@@ -270,6 +356,8 @@ int main(int argc, char **argv)
 	if (wait_signal)
 		wait_for_signal();
 	if (wait_tracer_s && wait_for_tracer((unsigned)wait_tracer_s))
+		return 1;
+	if (fake_rate > 0 && fake_tracer(fake_rate))
 		return 1;
 
 	uint64_t t0 = now_ns(), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);

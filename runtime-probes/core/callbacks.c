@@ -198,6 +198,7 @@ void memprof_thread_exit(void)
 	}
 	free(ts->cb_stack);
 	ts->cb_stack = NULL;
+	unwind_thread_exit();
 	ts->held = NULL;
 	ts->in_callback = 0;
 	ts->in_core = 0;

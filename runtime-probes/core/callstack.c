@@ -54,6 +54,66 @@ static int callstack_is_own(uintptr_t ra)
 	return 0;
 }
 
+/* The program counter, %rsp and %rbp at this point of the calling function. */
+#if UNWIND_FAST
+#define CALLSTACK_HERE(pc, sp, fp)                                                                 \
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"                      \
+			 : "=r"(pc), "=r"(sp), "=r"(fp))
+#endif
+
+/* unw_backtrace into buf, up to want frames (inlined: its first frame is
+ * in the caller, as when callstack_capture called unw_backtrace itself). */
+static inline __attribute__((always_inline)) size_t callstack_unw(uintptr_t *buf, size_t want)
+{
+#ifdef MEMPROF_CALLSTACK_GLIBC_BACKTRACE
+	/* The TSan build (see the top): its own frames come first here. */
+	int got = backtrace((void **)buf, (int)want);
+#else
+	int got = unw_backtrace((void **)buf, (int)want);
+#endif
+
+	return got > 0 ? (size_t)got : 0;
+}
+
+/* Drop the profiler's frames at the top of buf[0, n); the count left, at most max. */
+static size_t callstack_drop_own(uintptr_t *buf, size_t n, size_t first, size_t max)
+{
+	while (first < n && callstack_is_own(buf[first]))
+		first++;
+	n -= first;
+	if (n > max)
+		n = max;
+	if (first && n)
+		memmove(buf, buf + first, n * sizeof(*buf));
+	return n;
+}
+
+#if UNWIND_FAST && defined(MEMPROF_DEBUG)
+/* Frames of the check's own above callstack_capture's caller in its reference. */
+#define CALLSTACK_CHECK_SLACK 4
+/*
+ * The sanitized build checks every fast walk against unw_backtrace: from
+ * the frame of callstack_capture's caller on (buf[1]), both must be the
+ * same frames, as many (fewer only where the walk stopped at want).
+ */
+static __attribute__((noinline)) void callstack_check_walk(const uintptr_t *buf, size_t n,
+							   size_t want)
+{
+	uintptr_t ref[MEMPROF_PROBE_MAX_STACK + 1 + 2 * CALLSTACK_SKIP_SLACK];
+	size_t got, j = 0;
+
+	if (n < 2 || want + CALLSTACK_CHECK_SLACK > sizeof(ref) / sizeof(ref[0]))
+		return;
+	got = callstack_unw(ref, want + CALLSTACK_CHECK_SLACK);
+	while (j < got && j <= CALLSTACK_CHECK_SLACK && ref[j] != buf[1])
+		j++;
+	MEMPROF_ASSERT(j < got && j <= CALLSTACK_CHECK_SLACK);
+	MEMPROF_ASSERT(n == want ? got - j >= n - 1 : got - j == n - 1);
+	for (size_t k = 1; k < n; k++)
+		MEMPROF_ASSERT(ref[j + k - 1] == buf[k]);
+}
+#endif
+
 size_t callstack_capture(uintptr_t *buf, size_t max)
 {
 	size_t (*hook)(uintptr_t *, size_t) = memprof_core.ops.capture_callstack;
@@ -66,7 +126,18 @@ size_t callstack_capture(uintptr_t *buf, size_t max)
 		if (n > want)
 			n = want;
 	} else {
-#ifdef MEMPROF_CALLSTACK_GLIBC_BACKTRACE
+#if UNWIND_FAST
+		uintptr_t pc, sp, fp;
+
+		CALLSTACK_HERE(pc, sp, fp);
+		n = unwind_walk(buf, want, pc, sp, fp, 0);
+		if (n == UNWIND_FALLBACK)
+			n = callstack_unw(buf, want);
+#ifdef MEMPROF_DEBUG
+		else
+			callstack_check_walk(buf, n, want);
+#endif
+#elif defined(MEMPROF_CALLSTACK_GLIBC_BACKTRACE)
 		int got = backtrace((void **)buf, (int)want);
 
 		n = got > 0 ? (size_t)got : 0;
@@ -80,19 +151,31 @@ size_t callstack_capture(uintptr_t *buf, size_t max)
 		if (first == n)
 			first = 0;
 #else
-		int got = unw_backtrace((void **)buf, (int)want);
-
-		n = got > 0 ? (size_t)got : 0;
+		n = callstack_unw(buf, want);
 #endif
 	}
-	while (first < n && callstack_is_own(buf[first]))
-		first++;
-	n -= first;
-	if (n > max)
-		n = max;
-	if (first && n)
-		memmove(buf, buf + first, n * sizeof(*buf));
-	return n;
+	return callstack_drop_own(buf, n, first, max);
+}
+
+int memprof_debug_callstack_pair(uintptr_t *fast, size_t *n_fast, uintptr_t *ref, size_t *n_ref,
+				 size_t max)
+{
+	size_t want = max + CALLSTACK_SKIP_SLACK, n = UNWIND_FALLBACK;
+	int walked = 0;
+
+#if UNWIND_FAST
+	uintptr_t pc, sp, fp;
+
+	CALLSTACK_HERE(pc, sp, fp);
+	n = unwind_walk(fast, want, pc, sp, fp, 0);
+#endif
+	if (n == UNWIND_FALLBACK)
+		n = callstack_unw(fast, want);
+	else
+		walked = 1;
+	*n_fast = callstack_drop_own(fast, n, 0, max);
+	*n_ref = callstack_drop_own(ref, callstack_unw(ref, want), 0, max);
+	return walked;
 }
 
 size_t callstack_wanted(void)
@@ -126,4 +209,39 @@ void stack_buf_free(struct stack_buf *sb)
 	if (sb->buf != sb->local)
 		free(sb->buf);
 	sb->buf = sb->local;
+}
+
+__attribute__((noinline)) size_t memprof_unwind(uintptr_t *buf, size_t max)
+{
+	uintptr_t ref[MEMPROF_UNWIND_MAX + 1];
+	size_t n = UNWIND_FALLBACK, got;
+
+	if (max > MEMPROF_UNWIND_MAX)
+		max = MEMPROF_UNWIND_MAX;
+	if (max == 0)
+		return 0;
+#if UNWIND_FAST
+	uintptr_t pc, sp, fp;
+
+	/* This function's own frame is walked, not recorded: the first is the caller's. */
+	CALLSTACK_HERE(pc, sp, fp);
+	n = unwind_walk(buf, max, pc, sp, fp, 1);
+#ifndef MEMPROF_DEBUG
+	if (n != UNWIND_FALLBACK)
+		return n;
+#endif
+#endif
+	/* unw_backtrace from here: its first frame, in this function, goes. */
+	got = callstack_unw(ref, max + 1);
+	if (got == 0)
+		return 0;
+	if (n != UNWIND_FALLBACK) {
+		/* The sanitized build: the walk must be unw_backtrace's frames. */
+		MEMPROF_ASSERT(n == got - 1);
+		for (size_t k = 0; k < n && k + 1 < got; k++)
+			MEMPROF_ASSERT(buf[k] == ref[k + 1]);
+		return n;
+	}
+	memcpy(buf, ref + 1, (got - 1) * sizeof(*buf));
+	return got - 1;
 }

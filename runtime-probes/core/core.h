@@ -76,8 +76,21 @@ struct thread_state {
 	uintptr_t *cb_stack;   /* call stack handed to the running alloc callback (owned) */
 	int in_core;	       /* inside memprof_track_malloc: nested calls (from the
 				* core's own malloc) are not sampled */
+	/* rng.c's rate per byte, cached: bytes_inv_log1m is 1 / log1p(-lambda / 8)
+	 * for lambda == bytes_for_lambda (both 0 at first: lambda 0 gives 0). */
+	double bytes_for_lambda;
+	double bytes_inv_log1m;
+	struct unwind_cache *unwind; /* unwind.c's rules, NULL until the first capture */
 };
-extern _Thread_local struct thread_state memprof_ts;
+/*
+ * Initial-exec: one %fs-relative access instead of a __tls_get_addr call
+ * per use (several per sample in the shared objects the core is linked
+ * into).  An object dlopen'ed into a running process (an injected host)
+ * takes these bytes from the loader's static TLS surplus, as the malloc
+ * host's preload_self already does.
+ */
+#define CORE_TLS_MODEL __attribute__((tls_model("initial-exec")))
+extern _Thread_local struct thread_state memprof_ts CORE_TLS_MODEL;
 
 /* ---- rate in force (profile.c), readable without the lock ---- */
 struct rate {
@@ -116,6 +129,30 @@ void stack_buf_free(struct stack_buf *sb);
 size_t callstack_capture(uintptr_t *buf, size_t max);
 /* Frames to capture for a sample now: profile's size, or the probe maximum. */
 size_t callstack_wanted(void);
+
+/* ---- the fast unwinder (unwind.c) ---- */
+/* 1: call stacks walk cached unwind rules (x86-64), 0: always unw_backtrace. */
+#ifndef MEMPROF_UNWIND_FAST
+#if defined(__x86_64__) && !defined(MEMPROF_CALLSTACK_GLIBC_BACKTRACE)
+#define MEMPROF_UNWIND_FAST 1
+#else
+#define MEMPROF_UNWIND_FAST 0
+#endif
+#endif
+#define UNWIND_FAST MEMPROF_UNWIND_FAST
+/* unwind_walk's answer when unw_backtrace must take the capture. */
+#define UNWIND_FALLBACK SIZE_MAX
+/*
+ * Walk the calling thread's stack from pc (with %rsp sp and %rbp fp there,
+ * in a frame still live): buf[0] = pc (unless skip_first), then the return
+ * addresses, want frames at most, exactly as unw_backtrace would give them
+ * from that point.  UNWIND_FALLBACK when a frame on the way is not one it
+ * takes.
+ */
+size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uintptr_t fp,
+		   int skip_first);
+/* Release the calling thread's rule cache. */
+void unwind_thread_exit(void);
 
 /* ---- sampling (sample.c) ---- */
 /* Flags of sample_new_locked. */

@@ -105,6 +105,7 @@ int handles_put(uint64_t id, size_t idx);  /* 0, or -1 when out of memory */
 size_t handles_get(uint64_t id);	   /* NO_INDEX when absent */
 void handles_set(uint64_t id, size_t idx); /* id must be present */
 void handles_del(uint64_t id);		   /* no-op when absent */
+size_t handles_take(uint64_t id);	   /* remove; its index, NO_INDEX when absent */
 size_t handles_count(void);		   /* ids in the map */
 
 #endif

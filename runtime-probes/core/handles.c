@@ -53,6 +53,13 @@ void handles_set(uint64_t id, size_t idx)
 		handles.slots[s].value = idx;
 }
 
+size_t handles_take(uint64_t id)
+{
+	uint64_t idx;
+
+	return idmap_remove(&handles, id, &idx) ? (size_t)idx : NO_INDEX;
+}
+
 void handles_del(uint64_t id)
 {
 	idmap_remove(&handles, id, NULL);

@@ -45,13 +45,16 @@ int memprof_track_malloc(memprof_value block, size_t bytes, size_t n_samples, in
 			      SAMPLE_MALLOC | (major ? 0 : SAMPLE_YOUNG), sb.buf, sb.len, &r);
 	if (i != NO_INDEX) {
 		uint64_t id = memprof_core.tbl.t[i].id;
+		int tracked = 1; /* sample_new_locked put its handle */
 		if (entry_pending(&memprof_core.tbl.t[i])) {
 			ts->in_core = 0;
 			err = callbacks_run_one(&i, sb.buf, sb.len);
 			ts->in_core = 1;
 			malloc_run_direct(&i);
+			/* The callbacks may have ended its tracking. */
+			tracked = handles_get(id) != NO_INDEX;
 		}
-		if (handle_out && handles_get(id) != NO_INDEX)
+		if (handle_out && tracked)
 			*handle_out = id;
 	}
 	pthread_mutex_unlock(&memprof_core.lock);
@@ -67,13 +70,12 @@ void memprof_block_freed(uint64_t handle)
 	if (!handle)
 		return;
 	pthread_mutex_lock(&memprof_core.lock);
-	size_t i = handles_get(handle);
+	size_t i = handles_take(handle);
 	if (i != NO_INDEX) {
 		MEMPROF_ASSERT(i < memprof_core.tbl.len);
 		MEMPROF_ASSERT(memprof_core.tbl.t[i].id == handle &&
 			       memprof_core.tbl.t[i].malloc_style);
 		MEMPROF_ASSERT(!memprof_core.tbl.t[i].deleted && !memprof_core.tbl.t[i].dead);
-		handles_del(handle);
 		entries_mark_dead(i);
 		entries_settle(i);
 		entries_note_pending(i);

@@ -61,7 +61,9 @@ static struct probe_samples {
 	volatile uint32_t n; /* queued; read without the lock to decide on a flush */
 	uint32_t n_frames;
 	uint64_t first_ns; /* when the first one was queued, CLOCK_MONOTONIC_COARSE */
-} probe_samples_queue;
+	double inv_for;	   /* inv_q16 is the record's inverse rate of this lambda */
+	uint64_t inv_q16;
+} probe_samples_queue = {.inv_for = -1};
 
 /* Hand the queued samples to the tracer (one probe hit).  Locked. */
 static void probe_samples_flush_locked(void)
@@ -81,12 +83,18 @@ void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind
 		       const uintptr_t *stack, size_t stack_len, double lambda, int bytes)
 {
 	struct probe_samples *b = &probe_samples_queue;
-	double inv = lambda > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / lambda) : 0;
 	uint64_t ks = MEMPROF_PROBE_KIND_SOURCE(kind, source), *r;
 	size_t sl = stack_len;
 
 	if (!SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
 		return;
+	/* The rate changes seldom: its Q16 inverse is kept for the last one. */
+	if (lambda != b->inv_for) {
+		double inv =
+		    lambda > 0 ? round((double)(1u << MEMPROF_PROBE_RATE_SHIFT) / lambda) : 0;
+		b->inv_for = lambda;
+		b->inv_q16 = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
+	}
 	if (bytes)
 		ks |= MEMPROF_PROBE_F_BYTES;
 	if (sl > MEMPROF_PROBE_MAX_STACK) {
@@ -104,7 +112,7 @@ void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind
 	r[MEMPROF_PROBE_REC_KIND_SOURCE] = ks;
 	r[MEMPROF_PROBE_REC_STACK_PTR] = (uint64_t)(uintptr_t)&b->frames[b->n_frames];
 	r[MEMPROF_PROBE_REC_STACK_LEN] = sl;
-	r[MEMPROF_PROBE_REC_INV_RATE_Q16] = inv >= 0x1p64 ? UINT64_MAX : (uint64_t)inv;
+	r[MEMPROF_PROBE_REC_INV_RATE_Q16] = b->inv_q16;
 	r[MEMPROF_PROBE_REC_TIME_NS] = probe_clock_ns(CLOCK_MONOTONIC);
 	for (size_t k = 0; k < sl; k++)
 		b->frames[b->n_frames + k] = stack[k];
@@ -140,14 +148,35 @@ void memprof_probe_flush(void)
 	pthread_mutex_unlock(&memprof_core.lock);
 }
 
+/*
+ * Serve the queues at a poll: the flush a tracer asked for, else a flush
+ * when either queue waited longer than PROBE_EVENTS_MAX_AGE_NS.  One flush
+ * empties both, so one coarse clock read decides for both (none while both
+ * are empty).  Read without the lock, as probe_events_service.
+ */
+static void probe_queues_service(void)
+{
+	uint32_t n_ev = probe_events_queue.n, n_smp = probe_samples_queue.n;
+
+	if (PROBE_UNLIKELY(probe_flush_requested())) {
+		__u64 request = *(volatile __u64 *)&memprof_probe_control.flush_request;
+		memprof_probe_flush();
+		probe_flush_served(request);
+		return;
+	}
+	if (!n_ev && !n_smp)
+		return;
+	uint64_t now = probe_clock_ns(CLOCK_MONOTONIC_COARSE);
+	if ((n_ev && (int64_t)(now - probe_events_queue.first_ns) > PROBE_EVENTS_MAX_AGE_NS) ||
+	    (n_smp && (int64_t)(now - probe_samples_queue.first_ns) > PROBE_EVENTS_MAX_AGE_NS))
+		memprof_probe_flush();
+}
+
 int memprof_probe_service(void)
 {
 	if (!SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
 		return 0;
-	probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS, memprof_probe_flush);
-	if (probe_queue_stale(probe_samples_queue.n, probe_samples_queue.first_ns,
-			      PROBE_EVENTS_MAX_AGE_NS))
-		memprof_probe_flush();
+	probe_queues_service();
 	return 1;
 }
 
@@ -214,12 +243,7 @@ int probe_poll(void)
 	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
 		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs,
 		 * and no longer once the tracer asks for them. */
-		probe_events_service(&probe_events_queue, PROBE_EVENTS_MAX_AGE_NS,
-				     memprof_probe_flush);
-		if (PROBE_UNLIKELY(probe_queue_stale(probe_samples_queue.n,
-						     probe_samples_queue.first_ns,
-						     PROBE_EVENTS_MAX_AGE_NS)))
-			memprof_probe_flush();
+		probe_queues_service();
 		return 0;
 	}
 	int changed = 0;

@@ -18,7 +18,7 @@
  */
 #define RNG_ENV_SEED "MEMPROF_SEED"
 
-_Thread_local struct thread_state memprof_ts;
+_Thread_local struct thread_state memprof_ts CORE_TLS_MODEL;
 static atomic_uint_fast64_t thread_rank;
 static atomic_uint_fast64_t process_seed;
 static atomic_int process_seed_set;
@@ -159,6 +159,14 @@ double memprof_current_rate(void)
 	return r.lambda;
 }
 
+double memprof_rate_in_force(void)
+{
+	struct rate r;
+
+	rate_read(&r);
+	return r.lambda;
+}
+
 size_t memprof_draw_gap(void)
 {
 	struct rate r;
@@ -179,22 +187,23 @@ size_t memprof_draw_binomial(size_t words)
 /* The rate per byte of r (lambda / 8), cached per thread. */
 static void rate_bytes(struct rate *r)
 {
-	static _Thread_local double for_lambda = -1, inv_log1m;
+	struct thread_state *ts = &memprof_ts;
 
 	rate_read(r);
-	if (r->lambda != for_lambda) {
-		for_lambda = r->lambda;
-		inv_log1m = r->lambda > 0 ? 1.0 / log1p(-r->lambda / 8) : 0.0;
+	if (r->lambda != ts->bytes_for_lambda) {
+		ts->bytes_for_lambda = r->lambda;
+		ts->bytes_inv_log1m = r->lambda > 0 ? 1.0 / log1p(-r->lambda / 8) : 0.0;
 	}
 	r->lambda /= 8;
-	r->inv_log1m = inv_log1m;
+	r->inv_log1m = ts->bytes_inv_log1m;
 }
 
+/* No poll here: the malloc host's slow path polled (memprof_run_postponed)
+ * just before, and one poll per slow path is enough. */
 size_t memprof_draw_gap_bytes(void)
 {
 	struct rate r;
 
-	probe_poll();
 	rate_bytes(&r);
 	return rng_geometric(&r);
 }
@@ -205,6 +214,41 @@ size_t memprof_draw_binomial_bytes(size_t bytes)
 
 	rate_bytes(&r);
 	return rng_binomial(&r, bytes);
+}
+
+/*
+ * Counting the gaps that fit in `bytes` draws one gap past its end: by the
+ * memorylessness of the per-byte process, what it overshoots the end by is
+ * distributed as a fresh gap, independent of the count, so it is the next
+ * gap itself (one logarithm less per sample than a fresh draw).  Above
+ * RNG_BINOMIAL_NORMAL_MEAN expected points the count is rng_binomial's and
+ * the gap a fresh draw.
+ */
+size_t memprof_draw_points_bytes(size_t bytes, size_t *next_gap)
+{
+	struct rate r;
+	size_t n = 0, pos;
+
+	rate_bytes(&r);
+	if (r.lambda <= 0) {
+		*next_gap = GAP_NEVER;
+		return 0;
+	}
+	if ((double)bytes * r.lambda > RNG_BINOMIAL_NORMAL_MEAN) {
+		n = rng_binomial(&r, bytes);
+		*next_gap = rng_geometric(&r);
+		return n;
+	}
+	for (pos = rng_geometric(&r); pos <= bytes; n++) {
+		size_t gap = rng_geometric(&r);
+		if (gap > SIZE_MAX - pos) {
+			*next_gap = GAP_NEVER;
+			return n + 1;
+		}
+		pos += gap;
+	}
+	*next_gap = pos - bytes;
+	return n;
 }
 
 int memprof_sampling_here(void)

@@ -85,6 +85,23 @@ struct memprof_debug_indexes {
 };
 void memprof_debug_get_indexes(struct memprof_debug_indexes *out);
 
+/*
+ * The fast unwinder (runtime-probes/core/unwind.c): how many of the
+ * calling thread's captures it walked, and how many it handed to
+ * unw_backtrace (a frame it does not take).  Both 0 where it is compiled
+ * out.
+ */
+void memprof_debug_unwind_stats(size_t *fast, size_t *fallbacks);
+/*
+ * Capture the calling thread's stack from here twice, with the fast
+ * unwinder into fast[] and with unw_backtrace into ref[], up to max
+ * frames each (max + 32 slots), the core's frames dropped from both.
+ * Returns 1 when the fast unwinder walked the stack itself, 0 when it
+ * handed it over (fast[] then holds unw_backtrace's frames too).
+ */
+int memprof_debug_callstack_pair(uintptr_t *fast, size_t *n_fast, uintptr_t *ref, size_t *n_ref,
+				 size_t max);
+
 #ifdef __cplusplus
 }
 #endif

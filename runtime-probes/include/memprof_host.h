@@ -167,12 +167,27 @@ void memprof_block_freed(uint64_t handle);
  */
 void memprof_epoch_end(void);
 /* Per-thread draws for hosts that count down bytes/words themselves. */
-double memprof_current_rate(void); /* 0 when not sampling */
-size_t memprof_draw_gap(void);	   /* words to the next sample, >= 1 */
+double memprof_current_rate(void);  /* 0 when not sampling */
+double memprof_rate_in_force(void); /* the same without polling the tracer semaphore */
+size_t memprof_draw_gap(void);	    /* words to the next sample, >= 1 */
 size_t memprof_draw_binomial(size_t words);
-/* The same per byte, at the rate per word / 8 (the malloc host's unit). */
+/* The same per byte, at the rate per word / 8 (the malloc host's unit).
+ * These two do not poll the tracer semaphore (memprof_run_postponed does). */
 size_t memprof_draw_gap_bytes(void); /* bytes to the next sample, >= 1 */
 size_t memprof_draw_binomial_bytes(size_t bytes);
+/* The sample points in the next `bytes` bytes (a binomial count, as
+ * memprof_draw_binomial_bytes), and in *next_gap the bytes from their end to
+ * the following point (>= 1, distributed as memprof_draw_gap_bytes). */
+size_t memprof_draw_points_bytes(size_t bytes, size_t *next_gap);
+
+/*
+ * The calling thread's return addresses, innermost first, as libunwind's
+ * unw_backtrace gives them (the first in the caller), at most max and at
+ * most MEMPROF_UNWIND_MAX: walked by the core's unwinder on cached rules,
+ * by unw_backtrace where the stack has a frame it does not take.
+ */
+#define MEMPROF_UNWIND_MAX 512
+size_t memprof_unwind(uintptr_t *buf, size_t max);
 
 /* ---- Safe points, threads ---- */
 

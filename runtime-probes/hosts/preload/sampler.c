@@ -91,15 +91,18 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes)
 
 	preload_enter_core(t);
 	epochs_account(consumed);
-	/* Errors of postponed callbacks have nowhere to go from malloc. */
+	/* Errors of postponed callbacks have nowhere to go from malloc.  It
+	 * polls the tracer semaphore: the one poll of this slow path (the
+	 * draws below do not poll, and the rate is read without one). */
 	(void)memprof_run_postponed();
-	double rate = memprof_current_rate();
+	double rate = memprof_rate_in_force();
 	if (rate > 0) {
 		if (rate != old_rate)
 			point = memprof_draw_gap_bytes();
 		if (point <= bytes) {
-			n_samples = 1 + memprof_draw_binomial_bytes(bytes - point);
-			rest = memprof_draw_gap_bytes();
+			/* The first point, those after it in the block, and the
+			 * distance from the block's end to the next one. */
+			n_samples = 1 + memprof_draw_points_bytes(bytes - point, &rest);
 		} else {
 			rest = point - bytes;
 		}

@@ -1,6 +1,7 @@
 /*
  * The call stack of a sample in a Python program: the native frames of the
- * thread (libunwind), innermost first, where each return address into the
+ * thread (memprof_unwind: the core's unwinder, unw_backtrace's frames),
+ * innermost first, where each return address into the
  * interpreter loop (_PyEval_EvalFrameDefault) is replaced by the Python
  * frames that call of the loop runs, each a tagged entry
  * (memprof_probe_abi.h, MEMPROF_PROBE_PY_FRAME_V1) naming a record of the
@@ -43,9 +44,7 @@
 
 #include <linux/types.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
+#include "memprof_host.h"
 #include "memprof_probe_abi.h"
 #include "python_host.h"
 
@@ -274,10 +273,11 @@ static int in_eval_loop(uintptr_t ra)
 
 /* Native frames read at most (the stack's own array, on this thread's stack). */
 #define FRAMES_NATIVE_MAX 256
+_Static_assert(FRAMES_NATIVE_MAX <= MEMPROF_UNWIND_MAX, "memprof_unwind gives that many");
 /*
  * Without native frames asked for: frames unwound first, enough to reach the
  * interpreter loop from most allocations (the profiler's own six frames
- * included); unw_backtrace unwinds as far as it is allowed, so this bounds
+ * included); memprof_unwind unwinds as far as it is allowed, so this bounds
  * the work.  A deeper C stack below the loop is unwound again, whole.
  */
 #define FRAMES_INNER_MAX 16
@@ -293,18 +293,15 @@ PYHOST_EXPORT volatile uint32_t memprof_probe_python_options = MEMPROF_PROBE_PY_
  */
 static size_t native_frames(uintptr_t *native, size_t max, int inner_only)
 {
-	int got;
+	size_t got;
 
 	if (inner_only) {
-		got = unw_backtrace((void **)native,
-				    (int)(max < FRAMES_INNER_MAX ? max : FRAMES_INNER_MAX));
-		for (int i = 0; i < got; i++)
+		got = memprof_unwind(native, max < FRAMES_INNER_MAX ? max : FRAMES_INNER_MAX);
+		for (size_t i = 0; i < got; i++)
 			if (in_eval_loop(native[i]))
-				return (size_t)i + 1;
+				return i + 1;
 	}
-	got = unw_backtrace((void **)native,
-			    (int)(max < FRAMES_NATIVE_MAX ? max : FRAMES_NATIVE_MAX));
-	return got > 0 ? (size_t)got : 0;
+	return memprof_unwind(native, max < FRAMES_NATIVE_MAX ? max : FRAMES_NATIVE_MAX);
 }
 
 size_t frames_capture(uintptr_t *buf, size_t max)
