@@ -1,7 +1,8 @@
 # bpf/: the kernel side.  vmlinux/vmlinux.h -> build/memprof.bpf.o ->
 # build/memprof.skel.h (the loader in userspace/ includes the skeleton).
 # memprof_maps.h is the include-free header both sides share;
-# memprof_stacks.bpf.h is a part of memprof.bpf.c (its stack table).
+# memprof_stacks.bpf.h and memprof_blocks.bpf.h are parts of memprof.bpf.c
+# (its stack table, its block map).
 
 VMLINUX_H := vmlinux/vmlinux.h
 KERNEL_BTF := /sys/kernel/btf/vmlinux

@@ -376,7 +376,7 @@ enum memprof_counter {
 	/* samples of a new stack that found the chunk of the frame arena it
 	 * would start in, or the chunk of the stack table its id would be
 	 * in, not created yet (a burst of new stacks between two of the
-	 * loader's polls; kept in the inner table too) */
+	 * loader's looks, SESSION_GROW_MS apart; kept in the inner table too) */
 	MEMPROF_CNT_ARENA_BEHIND,
 	/*
 	 * Samples once the loader began detaching: left out of the views, a

@@ -150,7 +150,8 @@ aggregates are arrays of maps of 2,048-id chunks (48 and 192 KiB) created as the
 like the frame arena (4 at the start, 4 ahead of the last in use; 1.6 and 6.4 MiB whole before);
 the loader looks every 10 ms between its polls and grows the tables ahead, so fewer chunks are
 created at the start (the frame arena's 8, was 16) and a burst of new stacks finds its chunks
-(at 65,536 stacks about 10 samples went to the inner table, 32,000-63,000 before); the block
+(at 65,536 stacks 9 to 23 samples went to the inner table in these runs, 32,000-63,000
+before); the block
 map's overflow is in levels created as it fills (hashes of 16,384 blocks, 65,536, then
 `--max-blocks`: a hash allocates its buckets whole, 4 MiB for 262,144 blocks); the ids sampled
 while the block map is full are kept as a range, not in a 65,536-entry LRU hash (5 MiB,
