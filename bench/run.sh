@@ -7,6 +7,7 @@
 # per-operation costs are callgrind instruction counts.  Nothing here passes
 # or fails: a figure that cannot be measured says "not available: <reason>".
 #
+# REPS=N: rounds per table (default 5; at least 5 for quoting).
 # BENCH_QUICK=1: a fast smoke run (3 rounds, smaller iteration counts);
 # its figures are marked as such and are not for quoting.
 # BENCH_TABLES="1 3": run only some tables; latest.md keeps the others from
@@ -17,9 +18,9 @@ cd "$(dirname "$0")/.."
 
 export BENCH_QUICK=${BENCH_QUICK:-0}
 if [ "$BENCH_QUICK" = 1 ]; then
-	export REPS=3
+	export REPS=${REPS:-3}
 else
-	export REPS=5
+	export REPS=${REPS:-5}
 fi
 export WORK=build/bench/work
 rm -rf "$WORK"

@@ -13,7 +13,7 @@ import sys
 
 path, n, ir_n, work = sys.argv[1:5]
 ir = {}
-for key, v in zip(("plain", "hooks", "r4"), sys.argv[5:8]):
+for key, v in zip(("plain", "hooks", "r4", "detached"), sys.argv[5:9]):
     try:
         ir[key] = int(v)
     except ValueError:
@@ -136,6 +136,11 @@ print(f"Callgrind, {int(ir_n):,} rounds, whole process (Ir): plain {p:,}; hooks 
       f"sampling {h:,} ({100 * (h - p) / p:+.2f}%: the wrappers' own {own:,}, the rest CPython's "
       f"lost devirtualised call to pymalloc); fake tracer at 1e-4 {r4:,} "
       f"({100 * (r4 - p) / p:+.2f}%), {k:,} samples.")
+if "detached" in ir:
+    d = ir["detached"]
+    print()
+    print(f"Detached, exactly: the library loaded with no tracer (its watcher looking at the "
+          f"semaphore every 20 ms, the hooks never in) {d:,} Ir, {100 * (d - p) / p:+.3f}% of plain.")
 if k:
     total = (r4 - h) / k
     track = incl("r4", "sampler_track") / k

@@ -97,7 +97,12 @@ ir_hooks=$(ir hooks PYTHONHASHSEED=0 LD_PRELOAD=$HOST $VG --callgrind-out-file=$
 ir_r4=$(ir r4 PYTHONHASHSEED=0 LD_PRELOAD=$HOST $VG --callgrind-out-file=$WORK/t10-cg-r4 \
 	$PY "$PROG" "$IR_N" --fake-tracer 1e-4 "$HOST")
 
-python3 bench/lib/t10_summary.py "$runs" "$N" "$IR_N" "$WORK" "${ir_plain:-}" "${ir_hooks:-}" "${ir_r4:-}"
+# Detached: the library loaded, no tracer ever (the watcher polls, the hooks stay out).
+ir_det=$(ir detached PYTHONHASHSEED=0 LD_PRELOAD=$HOST $VG --callgrind-out-file=$WORK/t10-cg-detached \
+	$PY "$PROG" "$IR_N")
+
+python3 bench/lib/t10_summary.py "$runs" "$N" "$IR_N" "$WORK" "${ir_plain:-}" "${ir_hooks:-}" "${ir_r4:-}" \
+	"${ir_det:-}"
 echo
 echo "What this means: attached, every allocation of the MEM and OBJ domains pays a countdown"
 echo "and a tail call to pymalloc, and CPython its devirtualised call to pymalloc (its PGO build"
