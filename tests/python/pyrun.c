@@ -94,6 +94,27 @@ static int exited(pid_t pid)
 	return z;
 }
 
+/*
+ * Wait until the file at path holds text, failing at once if pid (called
+ * who, its stderr in log) ends first, and after the event timeout.
+ */
+static void wait_text_while(const char *path, const char *text, pid_t pid, const char *who,
+			    const char *log)
+{
+	for (double waited = 0;; waited += 0.01) {
+		char *t = read_file(path);
+		int found = t && strstr(t, text);
+
+		free(t);
+		if (found)
+			return;
+		cr_assert(!exited(pid), "%s ended before \"%s\": %s", who, text, read_file(log));
+		cr_assert_lt(waited, TEST_EVENT_TIMEOUT_S, "no \"%s\" from %s: %s", text, who,
+			     read_file(log));
+		tick();
+	}
+}
+
 void pyrun_start(struct pyrun *r, const char *const argv[], const char *const env[])
 {
 	memset(r, 0, sizeof(*r));
@@ -102,19 +123,7 @@ void pyrun_start(struct pyrun *r, const char *const argv[], const char *const en
 	pyrun_path(r->stop, sizeof(r->stop), "stop");
 	r->prog = test_spawn(argv, env, r->out, r->err);
 	cr_assert_geq(r->prog, 0);
-	for (double waited = 0;; waited += 0.01) {
-		char *text = read_file(r->out);
-		int ready = text && strstr(text, "ready");
-
-		free(text);
-		if (ready)
-			return;
-		cr_assert(!exited(r->prog), "%s ended before it was ready: %s", argv[0],
-			  read_file(r->err));
-		cr_assert_lt(waited, TEST_EVENT_TIMEOUT_S, "%s never got ready: %s", argv[0],
-			     read_file(r->err));
-		tick();
-	}
+	wait_text_while(r->out, "ready", r->prog, argv[0], r->err);
 }
 
 void pyrun_attach(struct pyrun *r, const char *const args[])
@@ -174,19 +183,7 @@ void pyrun_wait_more_rounds(struct pyrun *r, int n)
 
 void pyrun_wait_rounds(struct pyrun *r, int n)
 {
-	for (double waited = 0;; waited += 0.01) {
-		char *log = read_file(r->lerr);
-		int on = log && strstr(log, "target sampling at rate");
-
-		free(log);
-		if (on)
-			break;
-		cr_assert(!exited(r->loader), "the loader ended before sampling: %s",
-			  read_file(r->lerr));
-		cr_assert_lt(waited, TEST_EVENT_TIMEOUT_S, "never sampling: %s",
-			     read_file(r->lerr));
-		tick();
-	}
+	wait_text_while(r->lerr, "target sampling at rate", r->loader, "the loader", r->lerr);
 	pyrun_wait_more_rounds(r, n);
 }
 

@@ -46,7 +46,8 @@ int pyrun_wait_status(pid_t pid);
 /* Wait until the file at path holds text: 0, or -1 after the event timeout. */
 int pyrun_wait_text(const char *path, const char *text);
 
-/* Start argv (python3 and its arguments, env's NAME=value added) and wait for "ready". */
+/* Start argv (python3 and its arguments, env's NAME=value added) and wait for "ready".
+ * argv may name r->stop: this sets it (<pyrun_dir>/stop) before the start. */
 void pyrun_start(struct pyrun *r, const char *const argv[], const char *const env[]);
 /*
  * Attach a loader to the program: LOADER attach PID -v ARGS... (ARGS NULL

@@ -113,7 +113,6 @@ Test(python, shares_match_tracemalloc, .init = pyrun_setup, .fini = pyrun_teardo
 	}
 
 	const char *pargv[] = {PYTHON, SCRIPT, "run", r.stop, NULL};
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	pyrun_start(&r, pargv, NULL);
 	const char *largs[] = {"--rate",   RATE,   "--lines",	  "-o",	 report,
 			       "--format", "text", "--all-views", views, NULL};
@@ -191,7 +190,6 @@ Test(python, reallocated_blocks_die, .init = pyrun_setup, .fini = pyrun_teardown
 
 	pyrun_path(views, sizeof(views), "views");
 	pyrun_path(snaps, sizeof(snaps), "snaps");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "grow", r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	const char *largs[] = {"--rate",	 RATE,		"--every", "0.2",
@@ -230,7 +228,6 @@ Test(python, debug_allocator_keeps_free_wrapped, .init = pyrun_setup, .fini = py
 	struct pyrun r;
 
 	pyrun_path(views, sizeof(views), "views");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "run", r.stop, NULL};
 	const char *env[] = {"PYTHONMALLOC=debug", NULL};
 	pyrun_start(&r, pargv, env);
@@ -283,7 +280,6 @@ Test(python, threads_walk_their_own_frames, .init = pyrun_setup, .fini = pyrun_t
 	struct pyrun r;
 
 	pyrun_path(views, sizeof(views), "views");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "threads", r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	const char *largs[] = {"--rate", RATE, "--lines", "--all-views", views, NULL};
@@ -312,7 +308,6 @@ Test(python, exit_during_attach, .init = pyrun_setup, .fini = pyrun_teardown, .t
 	struct pyrun r;
 
 	pyrun_path(views, sizeof(views), "views");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "run", r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	const char *largs[] = {"--rate", RATE, "--lines", "--native", "--all-views", views, NULL};

@@ -117,7 +117,6 @@ static void trial(int r, unsigned seed)
 	struct pyrun run;
 
 	pyrun_setup();
-	pyrun_path(run.stop, sizeof(run.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "run", run.stop, NULL};
 	pyrun_start(&run, pargv, NULL);
 	const char *largs[] = {"--rate", RATE, "-o", "/dev/null", NULL};

@@ -86,7 +86,6 @@ Test(python, detach_and_attach_again, .init = pyrun_setup, .fini = pyrun_teardow
 	char *log[2];
 	struct pyrun r;
 
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "run", r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	for (int i = 0; i < 2; i++) {
@@ -121,7 +120,6 @@ Test(python, c_code_under_python, .init = pyrun_setup, .fini = pyrun_teardown, .
 	struct pyrun r;
 
 	pyrun_path(folded, sizeof(folded), "alloc.folded");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, CTYPES_SCRIPT, r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	const char *largs[] = {"--rate", RATE, "--lines", "--native", "-o", folded, NULL};
@@ -155,7 +153,6 @@ Test(python, children_of_a_fork, .init = pyrun_setup, .fini = pyrun_teardown, .t
 	struct pyrun r;
 
 	pyrun_path(folded, sizeof(folded), "alloc.folded");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "fork", r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	const char *largs[] = {"--rate", RATE, "--lines", "-o", folded, NULL};
@@ -188,7 +185,6 @@ Test(python, child_forked_while_detached, .init = pyrun_setup, .fini = pyrun_tea
 
 	pyrun_path(go, sizeof(go), "go");
 	pyrun_path(folded, sizeof(folded), "alloc.folded");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {PYTHON, SCRIPT, "child", go, r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	/* The library goes in, and the tracer goes. */
@@ -228,7 +224,6 @@ Test(python, embedded_interpreter, .init = pyrun_setup, .fini = pyrun_teardown, 
 	struct pyrun r;
 
 	pyrun_path(folded, sizeof(folded), "alloc.folded");
-	pyrun_path(r.stop, sizeof(r.stop), "stop");
 	const char *pargv[] = {EMBED, SCRIPT, "run", r.stop, NULL};
 	pyrun_start(&r, pargv, NULL);
 	const char *largs[] = {"--rate", RATE, "--lines", "-o", folded, NULL};
