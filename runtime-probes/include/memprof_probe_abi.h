@@ -204,6 +204,14 @@
  */
 #define MEMPROF_PROBE_OCAML_STDLIB_SYMBOL "memprof_probe_ocaml_stdlib"
 
+/*
+ * A thread a host starts in the traced process (a flusher, a watcher, an
+ * injected host's helper) is named with this prefix (pthread_setname_np):
+ * a tracer counts the CPU time of the program's own threads without them.
+ * A program's own thread must not take it.
+ */
+#define MEMPROF_PROBE_THREAD_PREFIX "memprof-"
+
 /* A record of the batched memprof:sample: its u64 words. */
 #define MEMPROF_PROBE_REC_ID 0
 #define MEMPROF_PROBE_REC_SIZE 1

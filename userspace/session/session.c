@@ -437,7 +437,8 @@ int session_start(struct session *s, const struct attach_opts *o)
 	for (int i = 0; i < s->n; i++) {
 		char state;
 
-		proc_state(s->procs[i].pid, &state, &s->procs[i].cpu0);
+		proc_state(s->procs[i].pid, &state, &s->procs[i].all_cpu0);
+		proc_program_cpu(s->procs[i].pid, &s->procs[i].cpu0);
 		if (environ_hidden_allocator(s->procs[i].pid, err, sizeof(err)))
 			session_note(s, "%s", err);
 	}
@@ -627,10 +628,15 @@ void session_detach(struct session *s)
 	for (int i = 0; i < s->n; i++) {
 		struct traced *p = &s->procs[i];
 		char state;
-		double cpu;
+		double cpu, all;
 
-		if (!p->exited && !proc_state(p->pid, &state, &cpu))
-			p->cpu_s = cpu - p->cpu0;
+		if (p->exited || proc_program_cpu(p->pid, &cpu))
+			continue;
+		p->cpu_s = cpu - p->cpu0;
+		/* A program thread that ended took its time out of the sum: the
+		 * whole process's (ticks, host threads in) says what ran. */
+		if (p->cpu_s < 0 && !proc_state(p->pid, &state, &all))
+			p->cpu_s = all - p->all_cpu0;
 	}
 	for (int i = 0; i < s->n; i++)
 		if (s->procs[i].opened)

@@ -117,8 +117,10 @@ struct traced {
 	unsigned polls, stopped_polls; /* polls, and those that found it stopped */
 	int took_attach;	       /* its control block showed a rate in force */
 	double active_rate;	       /* the last rate in force seen */
-	double cpu0, cpu_s;	       /* its CPU time at attach, and while traced */
-	uint64_t exit_ns;	       /* CLOCK_MONOTONIC ns when it was seen gone (0: alive) */
+	/* Its program threads' CPU time at attach and while traced, and the
+	 * whole process's at attach (procmaps.h's proc_program_cpu). */
+	double cpu0, cpu_s, all_cpu0;
+	uint64_t exit_ns; /* CLOCK_MONOTONIC ns when it was seen gone (0: alive) */
 };
 
 struct session {

@@ -17,6 +17,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
+#include "memprof_probe_abi.h"
+
 #define DELETED_SUFFIX " (deleted)"
 
 /* Is the file at path the one the mapping names (device and inode)? */
@@ -292,6 +296,62 @@ int proc_state(pid_t pid, char *state, double *cpu_s)
 			 &stime) != 3)
 		return -1;
 	*cpu_s = (double)(utime + stime) / (hz > 0 ? hz : 100);
+	return 0;
+}
+
+/* One thread's CPU time: ns from its schedstat, else clock ticks from stat. */
+static double thread_cpu_s(const char *where, const char *stat_after_name)
+{
+	unsigned long long ns, utime, stime;
+	char name[96];
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f;
+	int got;
+
+	snprintf(name, sizeof(name), "/proc/%s/schedstat", where);
+	f = fopen(name, "re");
+	if (f) {
+		got = fscanf(f, "%llu", &ns);
+		fclose(f);
+		if (got == 1)
+			return (double)ns / 1e9;
+	}
+	if (sscanf(stat_after_name, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &utime,
+		   &stime) != 2)
+		return 0;
+	return (double)(utime + stime) / (hz > 0 ? hz : 100);
+}
+
+struct program_cpu {
+	pid_t pid;
+	double sum;
+};
+
+static int add_program_thread(pid_t tid, char state, void *arg)
+{
+	struct program_cpu *c = arg;
+	char where[64], buf[1024];
+	const char *f, *name;
+
+	(void)state;
+	snprintf(where, sizeof(where), "%d/task/%d", (int)c->pid, (int)tid);
+	f = stat_fields(where, buf, sizeof(buf));
+	name = strchr(buf, '(');
+	if (!f || !name)
+		return 0;
+	if (!strncmp(name + 1, MEMPROF_PROBE_THREAD_PREFIX, strlen(MEMPROF_PROBE_THREAD_PREFIX)))
+		return 0;
+	c->sum += thread_cpu_s(where, f);
+	return 0;
+}
+
+int proc_program_cpu(pid_t pid, double *cpu_s)
+{
+	struct program_cpu c = {pid, 0};
+
+	if (proc_for_each_thread(pid, add_program_thread, &c) < 0)
+		return -1;
+	*cpu_s = c.sum;
 	return 0;
 }
 

@@ -42,6 +42,14 @@ const struct map_region *proc_maps_first_of(const struct proc_maps *m, const cha
 
 /* Its state letter (R, S, T...) and CPU time (user + system, s).  0 or -1. */
 int proc_state(pid_t pid, char *state, double *cpu_s);
+/*
+ * The CPU time (s) of the program's own live threads: every thread of pid
+ * but those a host started (named MEMPROF_PROBE_THREAD_PREFIX...), whose
+ * wake-ups are not the program running.  In ns where the kernel keeps
+ * schedstat, else in clock ticks.  A thread that ended takes its time out
+ * of the sum.  0 or -1 (gone).
+ */
+int proc_program_cpu(pid_t pid, double *cpu_s);
 /* Is pid a kernel thread (no user memory)?  0 also when it is gone. */
 int proc_is_kernel_thread(pid_t pid);
 

@@ -537,6 +537,8 @@ static void *helper_main(void *arg)
 	int last = 0;
 
 	(void)arg;
+	/* Its wake-ups are not the program's CPU time (memprof_probe_abi.h). */
+	pthread_setname_np(pthread_self(), MEMPROF_PROBE_THREAD_PREFIX "ocaml");
 	for (;;) {
 		struct timespec pause = {0, ATTACH_POLL_MS * 1000000L};
 		int up;

@@ -27,6 +27,9 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include <linux/types.h>
+
+#include "memprof_probe_abi.h"
 #include "memprof_probes.h"
 #include "preload.h"
 
@@ -48,7 +51,7 @@ static void *flusher_main(void *arg)
 	int traced = 1;
 
 	(void)arg;
-	pthread_setname_np(pthread_self(), "memprof-flush");
+	pthread_setname_np(pthread_self(), MEMPROF_PROBE_THREAD_PREFIX "flush");
 	/* Profiler code for its whole life: nothing it allocates is sampled. */
 	preload_enter(t);
 	while (traced && !atomic_load_explicit(&preload_exiting, memory_order_relaxed)) {

@@ -124,7 +124,7 @@ static void *watcher_main(void *arg)
 	struct preload_thread *t = &preload_self;
 
 	(void)arg;
-	pthread_setname_np(pthread_self(), "memprof-pyhook");
+	pthread_setname_np(pthread_self(), MEMPROF_PROBE_THREAD_PREFIX "pyhook");
 	/* Profiler code for its whole life: nothing it allocates is sampled. */
 	preload_enter(t);
 	/* A program that loaded us before Py_Initialize (an embedding one). */
