@@ -65,13 +65,20 @@ static struct probe_samples {
 	uint64_t inv_q16;
 } probe_samples_queue = {.inv_for = -1};
 
+/* A tracer's sample probe is attached here: its semaphore raised, and the
+ * probe sites armed (a child forked while traced has them disarmed). */
+static inline int tracer_attached(void)
+{
+	return SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed();
+}
+
 /* Hand the queued samples to the tracer (one probe hit).  Locked. */
 static void probe_samples_flush_locked(void)
 {
 	struct probe_samples *b = &probe_samples_queue;
 	uint64_t p = (uint64_t)(uintptr_t)b->rec, n = b->n;
 
-	if (n && SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed()) {
+	if (n && tracer_attached()) {
 		DTRACE_PROBE2(memprof, sample, p, n);
 		__atomic_fetch_add(&memprof_probe_control.samples, n, __ATOMIC_RELAXED);
 	}
@@ -86,7 +93,7 @@ void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind
 	uint64_t ks = MEMPROF_PROBE_KIND_SOURCE(kind, source), *r;
 	size_t sl = stack_len;
 
-	if (!SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
+	if (!tracer_attached())
 		return;
 	/* The rate changes seldom: its Q16 inverse is kept for the last one. */
 	if (lambda != b->inv_for) {
@@ -174,7 +181,7 @@ static void probe_queues_service(void)
 
 int memprof_probe_service(void)
 {
-	if (!SEMAPHORE_UP(memprof_sample_semaphore) || !probe_sites_armed())
+	if (!tracer_attached())
 		return 0;
 	probe_queues_service();
 	return 1;
@@ -233,12 +240,12 @@ static void probe_forget_locked(void)
 
 int memprof_tracer_attached(void)
 {
-	return SEMAPHORE_UP(memprof_sample_semaphore) && probe_sites_armed();
+	return tracer_attached();
 }
 
 int probe_poll(void)
 {
-	int up = memprof_tracer_attached();
+	int up = tracer_attached();
 
 	if (up == atomic_load_explicit(&tracer_seen, memory_order_relaxed)) {
 		/* Events wait at most PROBE_EVENTS_MAX_AGE_NS while the host runs,

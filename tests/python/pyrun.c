@@ -273,3 +273,22 @@ double pyrun_snapshots_weight_with(const char *dir, const char *key)
 	closedir(d);
 	return sum;
 }
+
+char *pyrun_hook_lines(const char *path)
+{
+	char *text = read_file(path);
+	char *lines = malloc(text ? strlen(text) + 1 : 1);
+	size_t n = 0;
+
+	cr_assert_not_null(lines);
+	for (char *l = text; l && *l;) {
+		char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l + 1) : strlen(l);
+		if (!strncmp(l, "hooked\n", 7) || !strncmp(l, "unhooked\n", 9))
+			memcpy(lines + n, l, len), n += len;
+		l = eol ? eol + 1 : NULL;
+	}
+	lines[n] = 0;
+	free(text);
+	return lines;
+}

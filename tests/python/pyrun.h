@@ -66,6 +66,8 @@ void pyrun_finish(struct pyrun *r);
 
 /* The line of SCRIPT that holds text (1-based), or 0. */
 int pyrun_script_line(const char *text);
+/* The "hooked" and "unhooked" lines the program printed, in order (malloc'd). */
+char *pyrun_hook_lines(const char *path);
 /* The weight of a folded file's stacks that hold key. */
 double pyrun_weight_with(const char *path, const char *key);
 /* The same over the .folded files of a folder (snapshots). */

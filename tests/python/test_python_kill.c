@@ -94,20 +94,14 @@ static int is_sampling(const void *arg)
 }
 
 /* The last of "hooked" / "unhooked" in the program's output: 1, 0, or -1 (neither). */
+/* 1: the program's last hook line says hooked, 0: unhooked, -1: none yet. */
 static int last_hook_line(const char *path)
 {
-	char *text = read_file(path);
-	int last = -1;
+	char *lines = pyrun_hook_lines(path);
+	size_t n = strlen(lines);
+	int last = !n ? -1 : n >= 9 && !strcmp(lines + n - 9, "unhooked\n") ? 0 : 1;
 
-	for (const char *l = text; l && *l;) {
-		if (!strncmp(l, "hooked\n", 7))
-			last = 1;
-		else if (!strncmp(l, "unhooked\n", 9))
-			last = 0;
-		l = strchr(l, '\n');
-		l = l ? l + 1 : NULL;
-	}
-	free(text);
+	free(lines);
 	return last;
 }
 

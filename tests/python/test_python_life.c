@@ -42,30 +42,11 @@
 #include "testlib.h"
 
 /* The hooked and unhooked lines of the program's output, in order (malloc'ed). */
-static char *hook_lines(const char *path)
-{
-	char *text = read_file(path);
-	char *lines = malloc(text ? strlen(text) + 1 : 1);
-	size_t n = 0;
-
-	cr_assert_not_null(lines);
-	for (char *l = text; l && *l;) {
-		char *eol = strchr(l, '\n');
-		size_t len = eol ? (size_t)(eol - l + 1) : strlen(l);
-		if (!strncmp(l, "hooked\n", 7) || !strncmp(l, "unhooked\n", 9))
-			memcpy(lines + n, l, len), n += len;
-		l = eol ? eol + 1 : NULL;
-	}
-	lines[n] = 0;
-	free(text);
-	return lines;
-}
-
 /* Wait until the hooked and unhooked lines end with want. */
 static void wait_hook_lines(const char *path, const char *want, int attach)
 {
 	for (double waited = 0;; waited += 0.01) {
-		char *lines = hook_lines(path);
+		char *lines = pyrun_hook_lines(path);
 		size_t n = strlen(lines), w = strlen(want);
 		int done = n >= w && !strcmp(lines + n - w, want);
 
