@@ -119,7 +119,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MEMPROF_MAX_STACKS);
 	__type(key, __u64);
-	__type(value, __u32);
+	__type(value, struct memprof_stack_ref);
 } stack_ids SEC(".maps");
 
 struct {
@@ -127,7 +127,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, MEMPROF_INNER_STACKS);
 	__type(key, __u64);
-	__type(value, __u32);
+	__type(value, struct memprof_stack_ref);
 } inner_stack_ids SEC(".maps");
 
 /* The block map (memprof_maps.h): home slots, sized home_slots by the loader. */
@@ -139,7 +139,7 @@ struct {
 	__type(value, struct memprof_block_slot);
 } block_slots SEC(".maps");
 
-/* ... and the blocks whose home slot was taken, in the levels of the
+/* ... and the blocks whose choices of slot were all taken, in the levels of the
  * overflow (memprof_maps.h): hashes the loader creates as they are needed,
  * each a map of its own like this template, elements allocated on use. */
 struct overflow_level_map {
@@ -356,11 +356,11 @@ static __always_inline __u32 sample_stack(__u64 stack_ptr, __u64 stack_len, __u3
 	return id;
 }
 
-static __always_inline void aggs_add(__u32 stack_id, enum memprof_view v, __u64 samples,
-				     __u64 bytes, __u64 objects_q16)
+/* Add to view v of a stack's aggregates (stack_agg: one lookup for the views a
+ * sample or a death touches). */
+static __always_inline void aggs_add(struct memprof_stack_agg *a, enum memprof_view v,
+				     __u64 samples, __u64 bytes, __u64 objects_q16)
 {
-	struct memprof_stack_agg *a = stack_agg(stack_id);
-
 	if (!a)
 		return;
 	__sync_fetch_and_add(&a->samples[v], samples);
@@ -400,6 +400,7 @@ __noinline int sample_one(const struct sample_rec *r)
 {
 	__u64 id, size, n_samples, kind_source, inv_rate_q16, est, span;
 	struct memprof_block b = {};
+	struct memprof_stack_agg *agg;
 	__u32 stack_flags = 0;
 	int err;
 
@@ -442,7 +443,8 @@ __noinline int sample_one(const struct sample_rec *r)
 				  r->w[MEMPROF_PROBE_REC_STACK_LEN], stack_flags);
 	if (MEMPROF_PROBE_KIND(kind_source) == MEMPROF_PROBE_KIND_MAJOR)
 		b.flags |= MEMPROF_BLOCK_BORN_MAJOR;
-	aggs_add(b.stack_id, MEMPROF_VIEW_ALLOC, n_samples, est, b.est_objects_q16);
+	agg = stack_agg(b.stack_id);
+	aggs_add(agg, MEMPROF_VIEW_ALLOC, n_samples, est, b.est_objects_q16);
 	err = blocks_insert(id, &b);
 	if (err == BLOCKS_DUPLICATE) {
 		count(MEMPROF_CNT_DUPLICATE_IDS);
@@ -454,7 +456,7 @@ __noinline int sample_one(const struct sample_rec *r)
 		untracked_add(id);
 		return 0;
 	}
-	aggs_add(b.stack_id, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
+	aggs_add(agg, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
 	return 0;
 }
 
@@ -592,11 +594,11 @@ __noinline int lifetime_add(__u32 stack_id, __u64 kind, __u64 n_samples, __u64 a
 
 static __always_inline void on_promote(__u64 id)
 {
-	struct memprof_block_slot *home;
+	struct memprof_block_slot *slot;
 	struct memprof_block *b;
 
 	count(MEMPROF_CNT_PROMOTES);
-	b = blocks_find(id, &home);
+	b = blocks_find(id, &slot);
 	if (!b) {
 		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES);
 		return;
@@ -609,19 +611,20 @@ static __always_inline void on_promote(__u64 id)
 		count(MEMPROF_CNT_DOUBLE_PROMOTES);
 		return;
 	}
-	aggs_add(b->stack_id, MEMPROF_VIEW_PROMOTED, b->n_samples, b->est_bytes,
+	aggs_add(stack_agg(b->stack_id), MEMPROF_VIEW_PROMOTED, b->n_samples, b->est_bytes,
 		 b->est_objects_q16);
 }
 
 static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 {
-	struct memprof_block_slot *home;
+	struct memprof_block_slot *slot;
+	struct memprof_stack_agg *agg;
 	struct memprof_block *b;
 	__u64 n, est, obj, alloc_ns;
 	__u32 stack_id;
 
 	count(MEMPROF_CNT_DEALLOCS);
-	b = blocks_find(id, &home);
+	b = blocks_find(id, &slot);
 	if (!b) {
 		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS);
 		return;
@@ -641,15 +644,16 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 	obj = b->est_objects_q16;
 	stack_id = b->stack_id;
 	alloc_ns = b->alloc_ns;
-	if (blocks_remove(id, home)) {
+	if (blocks_remove(id, slot)) {
 		/* Someone else reported this death first. */
 		count(MEMPROF_CNT_ORPHAN_DEALLOCS);
 		return;
 	}
 	/* Died young (OCaml's dealloc_minor): the short view. */
+	agg = stack_agg(stack_id);
 	if (kind == MEMPROF_PROBE_KIND_MINOR)
-		aggs_add(stack_id, MEMPROF_VIEW_SHORT, n, est, obj);
-	aggs_add(stack_id, MEMPROF_VIEW_LIVE, -n, -est, -obj);
+		aggs_add(agg, MEMPROF_VIEW_SHORT, n, est, obj);
+	aggs_add(agg, MEMPROF_VIEW_LIVE, -n, -est, -obj);
 	if (lifetime_hists)
 		lifetime_add(stack_id, kind, n, alloc_ns, death_ns);
 }

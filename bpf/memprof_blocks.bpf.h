@@ -6,12 +6,20 @@
 #ifndef MEMPROF_BLOCKS_BPF_H
 #define MEMPROF_BLOCKS_BPF_H
 
-/* The home slot of block id. */
-static __always_inline struct memprof_block_slot *blocks_home(__u64 id)
-{
-	__u32 k = id % home_slots;
+/* Multiplier of the hash that spreads a block's later choices (odd). */
+#define BLOCK_CHOICE_MULT 0x9e3779b97f4a7c15ull
 
-	return bpf_map_lookup_elem(&block_slots, &k);
+/*
+ * Choice k (k < MEMPROF_BLOCK_SLOT_CHOICES) of block id's slot, or NULL:
+ * the first id % home_slots, the others from the high half of a product
+ * (a different one each), all in 32 bits (a 64-bit remainder costs more).
+ */
+static __always_inline struct memprof_block_slot *blocks_slot(__u64 id, __u32 k)
+{
+	__u32 i =
+	    k ? (__u32)(((id + k) * BLOCK_CHOICE_MULT) >> 32) % home_slots : (__u32)id % home_slots;
+
+	return bpf_map_lookup_elem(&block_slots, &i);
 }
 
 /* Level k of the overflow, or NULL if the loader has not created it. */
@@ -39,61 +47,68 @@ static __always_inline struct memprof_block *overflow_find(__u64 id)
 /*
  * Start tracking block id: 0, BLOCKS_DUPLICATE (id is tracked already),
  * BLOCKS_FULL (max_blocks are) or BLOCKS_BEHIND (the levels of the overflow
- * created so far are full).  Its home slot if free, else the overflow's
- * first level with room.
+ * created so far are full).  Its first free choice of slot, else the
+ * overflow's first level with room (memprof_maps.h).
  */
 #define BLOCKS_DUPLICATE 1
 #define BLOCKS_FULL 2
 #define BLOCKS_BEHIND 3
 static __always_inline int blocks_insert(__u64 id, const struct memprof_block *b)
 {
-	struct memprof_block_slot *s = blocks_home(id);
-	int rc = 0;
+	int rc = BLOCKS_BEHIND;
 
 	if (__sync_fetch_and_add(&n_blocks, 1) >= max_blocks) {
 		__sync_fetch_and_add(&n_blocks, -1);
 		return BLOCKS_FULL;
 	}
-	if (s && s->id == id)
-		rc = BLOCKS_DUPLICATE;
-	else if (n_overflow && overflow_find(id))
-		rc = BLOCKS_DUPLICATE;
-	else if (s && __sync_val_compare_and_swap(&s->id, 0, id | MEMPROF_BLOCK_SLOT_BUSY) == 0) {
+	for (__u32 k = 0; k < MEMPROF_BLOCK_SLOT_CHOICES; k++) {
+		struct memprof_block_slot *s = blocks_slot(id, k);
+		__u64 held;
+
+		if (!s)
+			continue;
+		held = s->id;
+		if ((held & ~MEMPROF_BLOCK_SLOT_BUSY) == id) {
+			__sync_fetch_and_add(&n_blocks, -1);
+			return BLOCKS_DUPLICATE;
+		}
+		if (held || __sync_val_compare_and_swap(&s->id, 0, id | MEMPROF_BLOCK_SLOT_BUSY))
+			continue;
 		s->b = *b;
 		/* Publishes b (an atomic exchange is a full barrier). */
 		__sync_lock_test_and_set(&s->id, id);
 		return 0;
-	} else {
-		rc = BLOCKS_BEHIND;
-		for (__u32 k = 0; k < MEMPROF_OVERFLOW_LEVELS; k++) {
-			void *level = overflow_level(k);
+	}
+	for (__u32 k = 0; k < MEMPROF_OVERFLOW_LEVELS; k++) {
+		void *level = overflow_level(k);
 
-			if (!level)
-				break;
-			if (bpf_map_update_elem(level, &id, b, BPF_NOEXIST) == 0) {
-				__sync_fetch_and_add(&n_overflow, 1);
-				count(MEMPROF_CNT_OVERFLOW_BLOCKS);
-				return 0;
-			}
-			if (bpf_map_lookup_elem(level, &id)) {
-				rc = BLOCKS_DUPLICATE;
-				break;
-			}
+		if (!level)
+			break;
+		if (bpf_map_update_elem(level, &id, b, BPF_NOEXIST) == 0) {
+			__sync_fetch_and_add(&n_overflow, 1);
+			count(MEMPROF_CNT_OVERFLOW_BLOCKS);
+			return 0;
+		}
+		if (bpf_map_lookup_elem(level, &id)) {
+			rc = BLOCKS_DUPLICATE;
+			break;
 		}
 	}
 	__sync_fetch_and_add(&n_blocks, -1);
 	return rc;
 }
 
-/* The tracked block id, or NULL; *home is its home slot if it is there. */
-static __always_inline struct memprof_block *blocks_find(__u64 id, struct memprof_block_slot **home)
+/* The tracked block id, or NULL; *slot is its slot in block_slots if it is there. */
+static __always_inline struct memprof_block *blocks_find(__u64 id, struct memprof_block_slot **slot)
 {
-	struct memprof_block_slot *s = blocks_home(id);
+	*slot = NULL;
+	for (__u32 k = 0; k < MEMPROF_BLOCK_SLOT_CHOICES; k++) {
+		struct memprof_block_slot *s = blocks_slot(id, k);
 
-	*home = NULL;
-	if (s && s->id == id) {
-		*home = s;
-		return &s->b;
+		if (s && s->id == id) {
+			*slot = s;
+			return &s->b;
+		}
 	}
 	if (!n_overflow)
 		return NULL;
@@ -101,10 +116,10 @@ static __always_inline struct memprof_block *blocks_find(__u64 id, struct mempro
 }
 
 /* Stop tracking block id (found by blocks_find): 0, or -1 if another death took it first. */
-static __always_inline int blocks_remove(__u64 id, struct memprof_block_slot *home)
+static __always_inline int blocks_remove(__u64 id, struct memprof_block_slot *slot)
 {
-	if (home) {
-		if (__sync_val_compare_and_swap(&home->id, id, 0) != id)
+	if (slot) {
+		if (__sync_val_compare_and_swap(&slot->id, id, 0) != id)
 			return -1;
 	} else {
 		int gone = -1;

@@ -65,14 +65,18 @@
  * it: the loader maps the chunks below those before it reads the stacks
  * (userspace/trace/tracer.c, tracer_sync), so a stack it reads has its
  * frames mapped.
- *   block_slots     array (mmapable), id % home_slots -> struct memprof_block_slot:
- *                   a tracked block's home slot; home_slots is --max-blocks
+ *   block_slots     array (mmapable) of home_slots struct memprof_block_slot:
+ *                   a tracked block is in one of its MEMPROF_BLOCK_SLOT_CHOICES
+ *                   slots (memprof_blocks.bpf.h, blocks_slot: the first
+ *                   id % home_slots, the others spread by a hash of the
+ *                   id), the first free when it was sampled, or in the
+ *                   overflow when all were taken; home_slots is --max-blocks
  *                   when given, else sized from a first look at the target
  *                   (tracer_home_slots: its resident memory at the rate, 4
  *                   times over, at least MEMPROF_BLOCK_HOME_SLOTS_MIN)
  *   blocks_overflow array of maps, level -> a hash (allocated on use), block
  *                   id -> struct memprof_block: tracked blocks whose home
- *                   slot was taken, in levels the loader creates as they
+ *                   slots were taken, in levels the loader creates as they
  *                   are needed: level k holds overflow_level_entries(k) =
  *                   min(MEMPROF_OVERFLOW_FIRST << 2k, max_blocks) blocks, the
  *                   last (MEMPROF_OVERFLOW_LEVELS - 1) max_blocks: alone it
@@ -87,11 +91,16 @@
  *                   the levels created full is not tracked, counted
  *                   (MEMPROF_CNT_DROP_OVERFLOW_BEHIND: the loader did not
  *                   keep up)
- * The block map is the two together.  A sample costs one store in its home
+ * The block map is the two together.  A sample costs one store in its first
  * slot (block ids increase, so consecutive samples use consecutive slots:
- * no hashing, no bucket lock, no element allocation), and a death one
- * compare-and-swap; only a block whose home slot is still held by a block
- * home_slots ids older goes to the overflow hash.  At most max_blocks
+ * no bucket lock, no element allocation), and a death one
+ * compare-and-swap; a block whose first slot is still held by a block
+ * home_slots ids older takes its next free choice (long-lived blocks hold
+ * slots spread over the array, so a few choices find one free), and only a
+ * block whose choices are all held goes to the overflow hash.  A duplicate
+ * id (a host's bug: ids are never reused) is caught among the choices
+ * looked at before the free one and in the overflow's levels it is put
+ * in, not searched for elsewhere.  At most max_blocks
  * (--max-blocks) blocks are tracked at once, in both (the global n_blocks).
  * A block sampled while they are all in use is not tracked (counted,
  * MEMPROF_CNT_DROP_BLOCKS_FULL); no map remembers its id, only the range
@@ -168,6 +177,8 @@
 #define MEMPROF_OVERFLOW_FIRST 16384
 /* Home slots of the block map at the least (1 MiB) when sized from the target. */
 #define MEMPROF_BLOCK_HOME_SLOTS_MIN 16384
+/* The slots a block may take in block_slots before the overflow. */
+#define MEMPROF_BLOCK_SLOT_CHOICES 4
 #define MEMPROF_STACK_UNKNOWN 0u
 
 /*
@@ -221,10 +232,18 @@ enum memprof_view {
 /*
  * A stack is known by two 64-bit hashes of its frames, its length and its
  * flags: the first keys stack_ids, the second (check) is kept with it, and
- * a sample whose first hash finds a stack of another check, length or
- * flags is a collision (MEMPROF_CNT_DROP_STACK_COLLIDE).  The frames are
+ * a sample whose first hash finds a stack of another check is a collision
+ * (MEMPROF_CNT_DROP_STACK_COLLIDE; the length and flags are in both hashes).  The frames are
  * not compared again: two stacks with both hashes equal are taken as one.
+ * The low half of the check is kept in the dedupe hash too (struct
+ * memprof_stack_ref), so a known stack is recognised by one lookup.
  */
+/* The value of stack_ids and inner_stack_ids. */
+struct memprof_stack_ref {
+	__u32 id;    /* the stack's id: its entry is written before this is inserted */
+	__u32 check; /* the low 32 bits of its check (its entry's) */
+};
+
 struct memprof_stack {
 	__u32 len;	   /* frames, innermost first (at most MEMPROF_STACK_DEPTH) */
 	__u32 flags;	   /* MEMPROF_STACK_F_* */

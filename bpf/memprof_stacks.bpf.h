@@ -95,13 +95,11 @@ static __always_inline int stack_chunks_created(__u32 id)
 	return bpf_map_lookup_elem(&stack_chunks, &key) && bpf_map_lookup_elem(&agg_chunks, &key);
 }
 
-/* id if the stack stored under it has the check, len and flags; else unknown. */
-static __always_inline __u32 stacks_check(__u32 id, __u64 check, __u32 len, __u32 flags)
+/* The known stack's id if its check is the sample's; else a collision. */
+static __always_inline __u32 stacks_check(const struct memprof_stack_ref *known, __u64 check)
 {
-	const struct memprof_stack *kept = stack_entry(id);
-
-	if (kept && kept->len == len && kept->flags == flags && kept->check == check)
-		return id;
+	if (known->check == (__u32)check)
+		return known->id;
 	count(MEMPROF_CNT_DROP_STACK_COLLIDE);
 	return MEMPROF_STACK_UNKNOWN;
 }
@@ -166,14 +164,15 @@ static __always_inline __u32 stacks_intern(void *ids, const struct stack_scratch
 					   __u32 frame_base, __u32 n_frame_chunks, int *full)
 {
 	__u64 h = hs->key;
-	__u32 *known, id;
+	struct memprof_stack_ref *known, ref;
+	__u32 id;
 	struct memprof_stack *slot;
 	__s64 at;
 
 	*full = 0;
 	known = bpf_map_lookup_elem(ids, &h);
 	if (known)
-		return stacks_check(*known, hs->check, len, flags);
+		return stacks_check(known, hs->check);
 	if (first + *next >= limit) {
 		*full = 1;
 		return MEMPROF_STACK_UNKNOWN;
@@ -208,12 +207,14 @@ static __always_inline __u32 stacks_intern(void *ids, const struct stack_scratch
 	slot->flags = flags;
 	slot->check = hs->check;
 	slot->len = len;
-	if (bpf_map_update_elem(ids, &h, &id, BPF_NOEXIST) == 0)
+	ref.id = id;
+	ref.check = (__u32)hs->check;
+	if (bpf_map_update_elem(ids, &h, &ref, BPF_NOEXIST) == 0)
 		return id;
 	/* Another CPU interned it first (our slot stays unused), or full. */
 	known = bpf_map_lookup_elem(ids, &h);
 	if (known)
-		return stacks_check(*known, hs->check, len, flags);
+		return stacks_check(known, hs->check);
 	count(MEMPROF_CNT_DROP_STACK_HASH);
 	return MEMPROF_STACK_UNKNOWN;
 }
