@@ -674,6 +674,11 @@ void session_detach(struct session *s)
 				"%.1f ms; maps hold %.1f MiB of kernel memory (%s)\n",
 				(int)p->pid, ((uint64_t)session_mono_ns() - t0) / 1e6,
 				mem / 1048576.0, maps);
+			if (tracer_describe_run_times(&p->tr, maps, sizeof(maps)))
+				fprintf(stderr,
+					"memprof-bpf: stop: BPF run time in process %d "
+					"(kernel.bpf_stats_enabled): %s\n",
+					(int)p->pid, maps);
 		}
 	}
 }

@@ -651,6 +651,38 @@ void tracer_describe_costs(const struct tracer *tr, char *buf, size_t len)
 			 c->mmap_ns / 1e6, c->attach_ns / 1e6);
 }
 
+int tracer_describe_run_times(const struct tracer *tr, char *buf, size_t len)
+{
+	struct bpf_program *prog;
+	uint64_t samples = tracer_counter(tr, MEMPROF_CNT_SAMPLES),
+		 events = tracer_counter(tr, MEMPROF_CNT_PROMOTES) +
+			  tracer_counter(tr, MEMPROF_CNT_DEALLOCS);
+	int n = 0, any = 0;
+
+	if (len)
+		buf[0] = 0;
+	bpf_object__for_each_program(prog, tr->skel->obj)
+	{
+		struct bpf_prog_info info = {0};
+		__u32 info_len = sizeof(info);
+		const char *name = bpf_program__name(prog);
+		int fd = bpf_program__fd(prog), is_events = !strcmp(name, "memprof_events");
+		uint64_t per = is_events ? events : samples;
+
+		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &info_len) || !info.run_cnt ||
+		    n < 0 || (size_t)n >= len)
+			continue;
+		any |= info.run_time_ns > 0;
+		n += snprintf(buf + n, len - (size_t)n, "%s%s %.1f ms in %llu runs", n ? "; " : "",
+			      name, info.run_time_ns / 1e6, (unsigned long long)info.run_cnt);
+		if (per && n >= 0 && (size_t)n < len && strcmp(name, "memprof_gc"))
+			n += snprintf(buf + n, len - (size_t)n, " (%.0f ns %s)",
+				      (double)info.run_time_ns / per,
+				      is_events ? "an event" : "a sample");
+	}
+	return any;
+}
+
 uint64_t tracer_map_memory(const struct tracer *tr, char *buf, size_t len)
 {
 	const struct bpf_map *map;

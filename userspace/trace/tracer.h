@@ -131,6 +131,13 @@ int tracer_each_lifetime(struct tracer *tr,
 				      const struct memprof_lifetime_counts *h),
 			 void *arg);
 uint64_t tracer_counter(const struct tracer *tr, enum memprof_counter c);
+/*
+ * The run time of each loaded program so far, as the kernel counts it when
+ * kernel.bpf_stats_enabled is 1, and per sample or event: 1 if it counted
+ * any, else 0 (buf empty or zeros).  Before tracer_close.
+ */
+int tracer_describe_run_times(const struct tracer *tr, char *buf, size_t len);
+
 void tracer_close(struct tracer *tr);
 /* One line saying where the start-up time went (tr->costs), into buf. */
 void tracer_describe_costs(const struct tracer *tr, char *buf, size_t len);
