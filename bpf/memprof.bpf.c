@@ -658,24 +658,19 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 		lifetime_add(stack_id, kind, n, alloc_ns, death_ns);
 }
 
-/* One event of a memprof:events batch: ctx is the batch's user address. */
-static long on_event(__u32 i, void *ctx)
+/* One event of a memprof:events batch (memprof_probe_abi.h).  A global
+ * function, verified once on its own, not once per event of a read. */
+__noinline int event_one(__u64 what_id, __u64 death_ns)
 {
-	__u64 base = *(__u64 *)ctx, ev[2];
-
-	if (bpf_probe_read_user(ev, sizeof(ev), (const void *)(base + (__u64)i * sizeof(ev)))) {
-		count(MEMPROF_CNT_BAD_EVENTS);
-		return 1; /* the rest is unreadable too */
-	}
-	switch (MEMPROF_PROBE_EVENT_WHAT(ev[0])) {
+	switch (MEMPROF_PROBE_EVENT_WHAT(what_id)) {
 	case MEMPROF_PROBE_EV_PROMOTE:
-		on_promote(MEMPROF_PROBE_EVENT_ID(ev[0]));
+		on_promote(MEMPROF_PROBE_EVENT_ID(what_id));
 		break;
 	case MEMPROF_PROBE_EV_DEALLOC_MINOR:
-		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev[0]), MEMPROF_PROBE_KIND_MINOR, ev[1]);
+		on_dealloc(MEMPROF_PROBE_EVENT_ID(what_id), MEMPROF_PROBE_KIND_MINOR, death_ns);
 		break;
 	case MEMPROF_PROBE_EV_DEALLOC_MAJOR:
-		on_dealloc(MEMPROF_PROBE_EVENT_ID(ev[0]), MEMPROF_PROBE_KIND_MAJOR, ev[1]);
+		on_dealloc(MEMPROF_PROBE_EVENT_ID(what_id), MEMPROF_PROBE_KIND_MAJOR, death_ns);
 		break;
 	default:
 		count(MEMPROF_CNT_BAD_EVENTS);
@@ -683,19 +678,49 @@ static long on_event(__u32 i, void *ctx)
 	return 0;
 }
 
+/*
+ * Events read from the target EVENTS_READ at a time: one read costs about
+ * as much as handling an event, whatever its size up to a few hundred bytes.
+ */
+#define EVENTS_READ 8
+struct events_walk {
+	__u64 base, n;
+};
+
+/* Events [i * EVENTS_READ, + EVENTS_READ) of a memprof:events batch. */
+static long on_events(__u32 i, void *ctx)
+{
+	struct events_walk *w = ctx;
+	__u64 ev[EVENTS_READ][2], first = (__u64)i * EVENTS_READ, left;
+	__u32 k, n;
+
+	if (first >= w->n)
+		return 1;
+	left = w->n - first;
+	n = left < EVENTS_READ ? (__u32)left : EVENTS_READ;
+	if (bpf_probe_read_user(ev, (n & (2 * EVENTS_READ - 1)) * sizeof(ev[0]),
+				(const void *)(w->base + first * sizeof(ev[0])))) {
+		count(MEMPROF_CNT_BAD_EVENTS);
+		return 1; /* the rest is unreadable too */
+	}
+	for (k = 0; k < EVENTS_READ && k < n; k++)
+		event_one(ev[k][0], ev[k][1]);
+	return 0;
+}
+
 SEC("usdt")
 int BPF_USDT(memprof_events, __u64 events_ptr, __u64 n)
 {
-	__u64 base = events_ptr;
+	struct events_walk w = {.base = events_ptr, .n = n};
 
 	if (!is_target())
 		return 0;
 	count(MEMPROF_CNT_EVENT_PROBES);
 	if (n > MEMPROF_PROBE_EVENTS_MAX) {
 		count(MEMPROF_CNT_BAD_EVENTS);
-		n = MEMPROF_PROBE_EVENTS_MAX;
+		w.n = MEMPROF_PROBE_EVENTS_MAX;
 	}
-	bpf_loop(n, on_event, &base, 0);
+	bpf_loop((w.n + EVENTS_READ - 1) / EVENTS_READ, on_events, &w, 0);
 	return 0;
 }
 
