@@ -174,6 +174,38 @@ else
 	psc_line="In-process part in the malloc host: $(na "build/bench/preload-sample-cost or the preload is not built")."
 fi
 
+# The kernel side alone, from the kernel's own accounting: one more run
+# each of the runtime and mallocmix at 1e-3, not timed, with
+# kernel.bpf_stats_enabled on and the loader's -v (its "BPF run time" line:
+# each program's run time per sample or event).
+bpf_line=""
+bpf_run_time() { # label: the loader's run time line of one attached run, or nothing
+	local wrap=$WORK/t2-bpf-loader.sh err=$WORK/t2-bpf-$1.err
+	shift
+	rm -f "$err"
+	printf '#!/bin/sh\nexec %s "$@" -v 2>>%s\n' "$(realpath "$LOADER")" "$err" >"$wrap"
+	chmod +x "$wrap"
+	python3 bench/lib/attach_run.py --loader "$wrap" --rate 1e-3 --out /dev/null "$@" >/dev/null 2>&1
+	python3 - "$err" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+line = re.search(r"BPF run time in process \d+ \(kernel.bpf_stats_enabled\): (.*)", text)
+stat = lambda k: int((re.search(r"\b%s (\d+)" % k, text) or [0, 0])[1])
+if line and stat("samples"):
+    print("%s (%.2f events a sample)" % (line.group(1), (stat("promotes") + stat("deallocs")) / stat("samples")))
+PY
+}
+if [ -z "$rt_missing" ] && [ -z "$mm_missing" ] &&
+	old_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) &&
+	sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null; then
+	bpf_rt=$(bpf_run_time rt --stop-until-attached -- "$SEED" --kind short --tracked 0 --rate 0 --iterations $RT_N)
+	bpf_mm=$(bpf_run_time mm --preload "$PRELOAD" -- "$MM" --wait-tracer --iterations $MM_N)
+	sysctl -qw kernel.bpf_stats_enabled="$old_stats"
+	bpf_line="The kernel side alone, from the kernel's own accounting (one more run each at 1e-3, not timed, with kernel.bpf_stats_enabled on; the loader's -v line): runtime: ${bpf_rt:-$(na "no run time line")}; malloc host: ${bpf_mm:-$(na "no run time line")}. An event is a promotion or a death."
+else
+	bpf_line="The kernel side alone: $(na "kernel.bpf_stats_enabled cannot be set, or the runtime or mallocmix is missing")."
+fi
+
 rt_ratio() { [ -n "$rt_missing" ] && na "$rt_missing" || $S ratio "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s; }
 rt_ns() { [ -n "$rt_missing" ] && na "$rt_missing" || $S perunit "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s --per values.memprof_ctl_samples --scale 1e9; }
 # In-process sampling alone (no tracer, no call stack): its samples are not
@@ -231,6 +263,8 @@ for prog in $REAL_PROGS; do
 done
 echo
 echo "$psc_line"
+echo
+echo "$bpf_line"
 echo
 echo "Detached probe site (build/bench/probeloop under callgrind, $LOOP_N iterations of a loop with"
 echo "one semaphore-guarded 7-argument USDT probe, the shape of memprof:sample, against the same"
