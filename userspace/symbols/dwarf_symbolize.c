@@ -15,6 +15,7 @@
 #include <linux/types.h>
 
 #include "core/idmap.h"
+#include "debug_cache.h"
 #include "demangle.h"
 #include "memprof_probe_abi.h"
 #include "ocaml_debuginfo.h"
@@ -106,10 +107,15 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
+	const unsigned char *bits;
 	char *saved = NULL;
+	GElf_Addr vaddr;
 	double t0;
-	int fd;
+	int fd, n = dwfl_module_build_id(mod, &bits, &vaddr);
 
+	/* A plain copy of a compressed system debug file (debug_cache.h). */
+	if (n > 0 && (fd = debug_cache_find(bits, (size_t)n, debuginfo_file_name)) >= 0)
+		return fd;
 	if (urls && *urls) {
 		/*
 		 * The client checks DEBUGINFOD_MAXTIME from curl's progress
