@@ -6,18 +6,21 @@
 #ifndef MEMPROF_BLOCKS_BPF_H
 #define MEMPROF_BLOCKS_BPF_H
 
-/* Multiplier of the hash that spreads a block's later choices (odd). */
+/* The hash that spreads a block's later choices: id * MULT + k * STEP, both
+ * odd and unrelated, so that id's choice k is not id + 1's choice k - 1
+ * (with (id + k) * MULT, consecutive ids shared three of their choices). */
 #define BLOCK_CHOICE_MULT 0x9e3779b97f4a7c15ull
+#define BLOCK_CHOICE_STEP 0x632be59bd9b4e019ull
 
 /*
  * Choice k (k < MEMPROF_BLOCK_SLOT_CHOICES) of block id's slot, or NULL:
- * the first id % home_slots, the others from the high half of a product
- * (a different one each), all in 32 bits (a 64-bit remainder costs more).
+ * the first id % home_slots, the others from the high half of the hash,
+ * all in 32 bits (a 64-bit remainder costs more).
  */
 static __always_inline struct memprof_block_slot *blocks_slot(__u64 id, __u32 k)
 {
-	__u32 i =
-	    k ? (__u32)(((id + k) * BLOCK_CHOICE_MULT) >> 32) % home_slots : (__u32)id % home_slots;
+	__u32 i = k ? (__u32)((id * BLOCK_CHOICE_MULT + k * BLOCK_CHOICE_STEP) >> 32) % home_slots
+		    : (__u32)id % home_slots;
 
 	return bpf_map_lookup_elem(&block_slots, &i);
 }

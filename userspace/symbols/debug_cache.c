@@ -1,11 +1,14 @@
 /*
  * The cache of plain debug files (debug_cache.h).  A copy is named by the
  * build id it must carry and is used only when its own build id note says
- * so and none of its sections is compressed: a stale, truncated or foreign
- * file there is made again, never read as the module's.  The folder must be
- * this user's and writable by no one else, since the loader runs as root.
- * A copy is written under a temporary name and renamed into place, so two
- * loaders racing make it twice but neither reads half of one.
+ * so and none of its sections is compressed: a stale or foreign file there
+ * is made again, never read as the module's.  A copy is written under a
+ * temporary name, flushed to disk and renamed into place, so two loaders
+ * racing make it twice but neither reads half of one, and a crash leaves no
+ * copy whose notes are right and whose DWARF is not.  The loader runs as
+ * root: the folder is reached one component at a time without following
+ * links, through folders owned by this user or root that no one else may
+ * write to (sticky ones aside), and used through its fd.
  */
 #include "debug_cache.h"
 
@@ -37,8 +40,9 @@ static int has_compressed(Elf *e)
 	return 0;
 }
 
-/* Is the file at fd an ELF file with no compressed section and this build id? */
-static int plain_copy_of(int fd, const unsigned char *id, size_t id_len)
+/* Does the ELF file at fd carry this build id, and (compressed: 1) some
+ * compressed section or (compressed: 0) none? */
+static int elf_is(int fd, const unsigned char *id, size_t id_len, int compressed)
 {
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	const void *got = NULL;
@@ -47,40 +51,68 @@ static int plain_copy_of(int fd, const unsigned char *id, size_t id_len)
 	if (!e)
 		return 0;
 	ok = dwelf_elf_gnu_build_id(e, &got) == (ssize_t)id_len && !memcmp(got, id, id_len) &&
-	     !has_compressed(e);
+	     has_compressed(e) == compressed;
 	elf_end(e);
 	return ok;
 }
 
-/* Make dir and its parents (mode 0700); the fd of dir if it is then a
- * folder of this user's that no one else may write to, else -1.  The
- * files in it are opened relative to that fd: a folder swapped for
- * another after the check is not used. */
-static int cache_dir_open(char *dir)
+/* May a folder with this stat be trusted by this user: its owner is this
+ * user or root, and no one else may write to it unless it is sticky (as
+ * /tmp is: others cannot rename or remove what is in it)? */
+static int trusted_folder(const struct stat *st, int last)
 {
-	struct stat st;
-	int fd;
+	if (!S_ISDIR(st->st_mode) || (st->st_uid != geteuid() && st->st_uid != 0))
+		return 0;
+	if (last)
+		return st->st_uid == geteuid() && !(st->st_mode & 022);
+	return !(st->st_mode & 022) || (st->st_mode & S_ISVTX);
+}
 
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) && errno != EEXIST) {
-			*p = '/';
+/*
+ * Open dir (absolute), making what is missing of it (mode 0700), one
+ * component at a time from the root without following symbolic links: its
+ * fd if every folder on the way may be trusted (trusted_folder) and dir
+ * itself is this user's and writable by no one else; else -1.  The files
+ * in it are opened relative to that fd.
+ */
+static int cache_dir_open(const char *dir)
+{
+	char part[NAME_MAX + 1];
+	const char *p = dir;
+	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	while (fd >= 0) {
+		struct stat st;
+		size_t n;
+		int next;
+
+		if (fstat(fd, &st) || !trusted_folder(&st, *p == '\0')) {
+			close(fd);
 			return -1;
 		}
-		*p = '/';
-	}
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -1;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return fd;
+		n = strcspn(p, "/");
+		if (n > NAME_MAX || (n <= 2 && !strncmp(p, "..", n))) {
+			close(fd);
+			return -1;
+		}
+		memcpy(part, p, n);
+		part[n] = '\0';
+		p += n;
+		if (mkdirat(fd, part, 0700) && errno != EEXIST) {
+			close(fd);
+			return -1;
+		}
+		next = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		close(fd);
-		return -1;
+		fd = next;
+		while (*p == '/')
+			p++;
 	}
-	return fd;
+	return -1;
 }
 
 /* The cache's folder (debug_cache.h): its path in buf and its fd, or -1
@@ -138,6 +170,10 @@ static int make_plain(int src, int dfd, const char *tmp)
 		ok = ok && elf_update(e, ELF_C_WRITE) >= 0;
 		elf_end(e);
 	}
+	/* On disk before it takes its name: a crash never leaves a copy whose
+	 * notes are right and whose DWARF is not. */
+	if (ok && fsync(dst))
+		ok = 0;
 	if (close(dst))
 		ok = 0;
 	if (!ok)
@@ -150,7 +186,7 @@ static int open_plain(int dfd, const char *name, const unsigned char *id, size_t
 {
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd >= 0 && !plain_copy_of(fd, id, id_len)) {
+	if (fd >= 0 && !elf_is(fd, id, id_len, 0)) {
 		close(fd);
 		fd = -1;
 	}
@@ -158,24 +194,24 @@ static int open_plain(int dfd, const char *name, const unsigned char *id, size_t
 }
 
 /* The plain copy name of folder dfd, made from the system's debug file
- * hex names when that is compressed; its fd or -1. */
+ * hex names when that has this build id and compressed sections; its fd
+ * or -1. */
 static int make_copy(int dfd, const char *name, const char *hex, const unsigned char *id,
 		     size_t id_len)
 {
 	char sysfile[PATH_MAX], tmp[300];
-	int src, compressed, made;
-	Elf *e;
+	int src, made;
 
 	snprintf(sysfile, sizeof(sysfile), "%s/.build-id/%.2s/%s.debug", DEBUG_CACHE_SYSTEM_DIR,
 		 hex, hex + 2);
 	src = open(sysfile, O_RDONLY | O_CLOEXEC);
 	if (src < 0)
 		return -1;
-	e = elf_begin(src, ELF_C_READ_MMAP, NULL);
-	compressed = e && has_compressed(e);
-	elf_end(e);
+	/* A temporary name of this process's: one a killed loader of the same
+	 * pid left is removed first. */
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", name, (int)getpid());
-	made = compressed && !make_plain(src, dfd, tmp);
+	unlinkat(dfd, tmp, 0);
+	made = elf_is(src, id, id_len, 1) && !make_plain(src, dfd, tmp);
 	close(src);
 	if (!made)
 		return -1;
@@ -183,6 +219,7 @@ static int make_copy(int dfd, const char *name, const char *hex, const unsigned 
 		unlinkat(dfd, tmp, 0);
 		return -1;
 	}
+	fsync(dfd);
 	return open_plain(dfd, name, id, id_len);
 }
 

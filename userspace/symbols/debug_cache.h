@@ -27,7 +27,9 @@
  * it has compressed sections.  Its fd, and its path in *path (malloc'd);
  * -1 when there is none (no such debug file, nothing compressed in it, no
  * usable cache): libdwfl's own search goes on then.  It must run before
- * that search, since libdwfl keeps the file it validated.
+ * that search, since libdwfl keeps the file it validated.  The folder and
+ * every folder above it must be trusted: owned by this user or root, and
+ * writable by no one else unless sticky; the folder itself this user's.
  */
 int debug_cache_find(const unsigned char *build_id, size_t build_id_len, char **path);
 

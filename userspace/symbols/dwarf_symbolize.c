@@ -113,8 +113,14 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	double t0;
 	int fd, n = dwfl_module_build_id(mod, &bits, &vaddr);
 
-	/* A plain copy of a compressed system debug file (debug_cache.h). */
-	if (n > 0 && (fd = debug_cache_find(bits, (size_t)n, debuginfo_file_name)) >= 0)
+	/*
+	 * A plain copy of a compressed system debug file (debug_cache.h), for
+	 * the module's own debug file only: libdwfl asks this callback for a
+	 * dwz alternate file too, with its name and a CRC of 0, and that one
+	 * is looked for as libdwfl does.
+	 */
+	if (n > 0 && !(debuglink_file && !debuglink_crc) &&
+	    (fd = debug_cache_find(bits, (size_t)n, debuginfo_file_name)) >= 0)
 		return fd;
 	if (urls && *urls) {
 		/*
