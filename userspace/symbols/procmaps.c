@@ -273,11 +273,25 @@ int proc_exited(pid_t pid)
 	return !f || dead_state(*f);
 }
 
+/* The state letter and CPU time (user + system, clock ticks) of a stat file's
+ * fields after the name; 0 or -1. */
+static int stat_state_cpu(const char *after_name, char *state, double *cpu_s)
+{
+	unsigned long long utime, stime;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	/* After the name: state (3), then fields 4..13, utime (14), stime (15). */
+	if (!after_name ||
+	    sscanf(after_name, "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", state,
+		   &utime, &stime) != 3)
+		return -1;
+	*cpu_s = (double)(utime + stime) / (hz > 0 ? hz : 100);
+	return 0;
+}
+
 int proc_state(pid_t pid, char *state, double *cpu_s)
 {
 	char where[32], buf[1024];
-	unsigned long long utime, stime;
-	long hz = sysconf(_SC_CLK_TCK);
 	const char *f;
 
 	/* A leader that has exited shows Z; its live threads say the state. */
@@ -291,20 +305,15 @@ int proc_state(pid_t pid, char *state, double *cpu_s)
 			f = stat_fields(where, buf, sizeof(buf));
 		}
 	}
-	/* After the name: state (3), then fields 4..13, utime (14), stime (15). */
-	if (!f || sscanf(f, "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", state, &utime,
-			 &stime) != 3)
-		return -1;
-	*cpu_s = (double)(utime + stime) / (hz > 0 ? hz : 100);
-	return 0;
+	return stat_state_cpu(f, state, cpu_s);
 }
 
 /* One thread's CPU time: ns from its schedstat, else clock ticks from stat. */
 static double thread_cpu_s(const char *where, const char *stat_after_name)
 {
-	unsigned long long ns, utime, stime;
-	char name[96];
-	long hz = sysconf(_SC_CLK_TCK);
+	unsigned long long ns;
+	char name[96], state;
+	double cpu_s;
 	FILE *f;
 	int got;
 
@@ -316,10 +325,7 @@ static double thread_cpu_s(const char *where, const char *stat_after_name)
 		if (got == 1)
 			return (double)ns / 1e9;
 	}
-	if (sscanf(stat_after_name, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu", &utime,
-		   &stime) != 2)
-		return 0;
-	return (double)(utime + stime) / (hz > 0 ? hz : 100);
+	return stat_state_cpu(stat_after_name, &state, &cpu_s) ? 0 : cpu_s;
 }
 
 struct program_cpu {
