@@ -170,22 +170,6 @@ int outfile_make_dir(const char *dir, char *err, size_t errlen)
 	return -1;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Link the finished file into place.  0 or -1 with errno. */
 static int commit(struct outfile *o)
 {
@@ -222,13 +206,52 @@ static int commit(struct outfile *o)
 	return 0;
 }
 
-/* Write buf into a new fallback file; its path (malloc'ed) or NULL. */
-static char *write_fallback(const char *buf, size_t len, const char *tag)
+/*
+ * Run fn into a stream on a duplicate of fd.  0, or -1 with *write_failed
+ * set when the bytes could not be written (errno then says why) and clear
+ * when fn itself failed.
+ */
+static int run_into(int fd, outfile_writer fn, void *ctx, int *write_failed)
+{
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0), rc, e;
+	FILE *f = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
+
+	*write_failed = 1;
+	if (!f) {
+		e = errno;
+		if (dup_fd >= 0)
+			close(dup_fd);
+		errno = e;
+		return -1;
+	}
+	errno = 0;
+	rc = fn(f, ctx);
+	e = errno;
+	if (ferror(f)) {
+		fclose(f);
+		errno = e ? e : EIO;
+		return -1;
+	}
+	if (fflush(f)) {
+		e = errno;
+		fclose(f);
+		errno = e;
+		return -1;
+	}
+	if (fclose(f)) /* nothing left to write: the descriptor's close */
+		return -1;
+	*write_failed = 0;
+	errno = e;
+	return rc ? -1 : 0;
+}
+
+/* Write the profile again into a new fallback file; its path (malloc'ed) or NULL. */
+static char *write_fallback(outfile_writer fn, void *ctx, const char *tag)
 {
 	const char *dir = getenv("TMPDIR");
 	char *path;
 	size_t plen;
-	int fd, e;
+	int fd, e, write_failed;
 
 	if (!dir || !*dir)
 		dir = "/tmp";
@@ -243,7 +266,7 @@ static char *write_fallback(const char *buf, size_t len, const char *tag)
 		return NULL;
 	}
 	fchmod(fd, file_mode());
-	if (write_all(fd, buf, len) || fsync(fd)) {
+	if (run_into(fd, fn, ctx, &write_failed) || fsync(fd)) {
 		e = errno;
 		close(fd);
 		unlink(path);
@@ -258,39 +281,30 @@ static char *write_fallback(const char *buf, size_t len, const char *tag)
 int outfile_write(struct outfile *o, outfile_writer fn, void *ctx, const char *tag, char *err,
 		  size_t errlen)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	int rc, e;
+	int write_failed, e;
 
-	if (!m)
-		return fail(err, errlen, name_of(o), errno);
-	rc = fn(m, ctx);
-	e = errno;
-	if (fclose(m) && !rc) {
-		rc = -1;
+	if (run_into(o->fd, fn, ctx, &write_failed)) {
 		e = errno;
-	}
-	if (rc) {
-		free(buf);
-		snprintf(err, errlen, "cannot produce the profile for %s: %s", name_of(o),
-			 strerror(e ? e : ENOMEM));
-		return -1;
-	}
-	if (!write_all(o->fd, buf, len) && !commit(o)) {
-		free(buf);
+		if (!write_failed) {
+			/* The writer itself failed (out of memory): the partial
+			 * temporary file is never put in place. */
+			snprintf(err, errlen, "cannot produce the profile for %s: %s", name_of(o),
+				 strerror(e ? e : ENOMEM));
+			return -1;
+		}
+	} else if (commit(o)) {
+		e = errno;
+	} else {
 		return 0;
 	}
-	e = errno;
 	free(o->fallback);
-	o->fallback = write_fallback(buf, len, tag);
+	o->fallback = write_fallback(fn, ctx, tag);
 	if (o->fallback)
 		snprintf(err, errlen, "cannot write %s: %s; the profile is in %s", name_of(o),
-			 strerror(e), o->fallback);
+			 strerror(e ? e : EIO), o->fallback);
 	else
 		snprintf(err, errlen, "cannot write %s: %s; no fallback file either: %s",
-			 name_of(o), strerror(e), strerror(errno));
-	free(buf);
+			 name_of(o), strerror(e ? e : EIO), strerror(errno));
 	return -1;
 }
 

@@ -27,9 +27,11 @@ struct outfile {
 };
 
 /*
- * Writes a whole profile to f, an in-memory stream: the bytes reach the
- * file only once complete, and a write error is seen with its errno.
- * 0, or -1 with errno set.
+ * Writes a whole profile to f, a buffered stream on the output (a regular
+ * file's temporary, put in place only once complete).  It may be run a
+ * second time, into the fallback file, after a write error: it must leave
+ * ctx as it found it.  0, or -1 with errno set.  The output is never held
+ * whole in memory (at 10,000 stacks a folded profile is about 5 MiB).
  */
 typedef int (*outfile_writer)(FILE *f, void *ctx);
 

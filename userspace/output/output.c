@@ -376,6 +376,15 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 			 src[i].name ? src[i].name : "");
 		oom |= !parts[i].dsym;
 	}
+	/*
+	 * The frames are resolved first and the DWARF readers (libdwfl and the
+	 * debug files it maps) released before the profile is built: the two
+	 * would otherwise add up in the loader's peak RSS.
+	 */
+	if (!oom && profile_resolve_parts(parts, n_src, &r->meta))
+		oom = 1;
+	for (size_t i = 0; i < n_src; i++)
+		dsym_release_readers(parts[i].dsym);
 	if (oom || profile_build_parts(&p, parts, n_src, &r->meta)) {
 		if (!oom)
 			profile_free(&p);
@@ -416,10 +425,6 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 			p.n_stacks, addrs, lines, mods, dwarf, (wall_now() - w0) * 1e3,
 			(cpu_now() - c0) * 1e3, after.ru_maxrss, before.ru_maxrss);
 	}
-	/* The stacks are symbolized: the DWARF readers go before the lifetimes
-	 * and the writers take their memory (the loader's peak RSS). */
-	for (size_t i = 0; i < n_src; i++)
-		dsym_release_readers(parts[i].dsym);
 	for (size_t i = 0; i < n_src; i++) {
 		life[i] = src[i].life;
 		if (!wants_lifetimes(r))

@@ -41,17 +41,23 @@ static int is_python_frame(uint64_t entry)
 	       MEMPROF_PROBE_STACK_FMT(entry) == MEMPROF_PROBE_PY_FRAME_V1;
 }
 
-static int add_part(struct profile *p, size_t part_index)
+/*
+ * The stacks of part with some weight, into p (build), or only their
+ * frames resolved into the part's dsym cache (!build: p is then read for
+ * its meta alone).  -1 when out of memory.
+ */
+static int add_part(struct profile *p, const struct profile_part *part, size_t part_index,
+		    int build)
 {
-	const struct profile_part *part = &p->parts[part_index];
 	const struct memprof_stack *stacks = part->stacks;
 	const struct memprof_stack_agg *aggs = part->aggs;
 	struct dsym *dsym = part->dsym;
 	uint32_t n = part->n;
+	struct profile_stack scratch;
 
 	for (uint32_t id = 0; id < n; id++) {
 		const struct memprof_stack *st = &stacks[id];
-		struct profile_stack *s = &p->stacks[p->n_stacks];
+		struct profile_stack *s = build ? &p->stacks[p->n_stacks] : &scratch;
 		uint32_t depth = st->len > MEMPROF_STACK_DEPTH ? MEMPROF_STACK_DEPTH : st->len;
 		const __u64 *pcs = part->frames + st->first_frame;
 		int any = 0;
@@ -90,22 +96,28 @@ static int add_part(struct profile *p, size_t part_index)
 				snprintf(s->domain_root, sizeof(s->domain_root), "domain %d",
 					 s->domain - 1);
 		}
-		s->frames = calloc(depth ? depth : 1, sizeof(*s->frames));
-		if (!s->frames)
+		s->frames = build ? calloc(depth ? depth : 1, sizeof(*s->frames)) : NULL;
+		if (build && !s->frames)
 			return -1;
 		uint32_t kept = 0;
 		int python_seen = 0;
 		for (uint32_t i = 0; i < depth; i++) {
 			int python = is_python_frame(pcs[i]);
+			const struct dsym_frame *f;
 
 			/* Past the innermost Python frame, native ones only with --native. */
 			if (python_seen && !python && !(p->meta.names & PROFILE_NAME_NATIVE))
 				continue;
 			python_seen |= python;
-			s->frames[kept] = dsym_frame(dsym, pcs[i]);
-			if (!s->frames[kept++])
+			f = dsym_frame(dsym, pcs[i]);
+			if (!f)
 				return -1;
+			if (build)
+				s->frames[kept] = f;
+			kept++;
 		}
+		if (!build)
+			continue;
 		s->n_frames = kept;
 		s->flags = st->flags;
 		s->part = part_index;
@@ -143,7 +155,18 @@ int profile_build_parts(struct profile *p, const struct profile_part *parts, siz
 	if (!p->stacks)
 		return -1;
 	for (size_t i = 0; i < n_parts; i++)
-		if (add_part(p, i))
+		if (add_part(p, &p->parts[i], i, 1))
+			return -1;
+	return 0;
+}
+
+int profile_resolve_parts(const struct profile_part *parts, size_t n_parts,
+			  const struct profile_meta *meta)
+{
+	struct profile p = {.meta = *meta};
+
+	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++)
+		if (add_part(&p, &parts[i], i, 0))
 			return -1;
 	return 0;
 }

@@ -122,6 +122,14 @@ int profile_build(struct profile *p, const struct memprof_stack *stacks, const _
 int profile_build_parts(struct profile *p, const struct profile_part *parts, size_t n_parts,
 			const struct profile_meta *meta);
 void profile_free(struct profile *p);
+/*
+ * Resolve the frames profile_build_parts will keep into each part's dsym
+ * cache, building nothing: the symbolizer's readers (libdwfl, the debug
+ * files it maps) can then be released before the profile takes its memory,
+ * so the two never add up in the loader's peak RSS.  0, or -1 out of memory.
+ */
+int profile_resolve_parts(const struct profile_part *parts, size_t n_parts,
+			  const struct profile_meta *meta);
 
 /* "comm (pid)" of a live process (or "? (pid)" once it is gone). */
 void profile_process_name(pid_t pid, char *buf, size_t len);
