@@ -356,12 +356,14 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	struct rusage before, after;
 	struct profile_part parts[PROFILE_MAX_PARTS];
 	struct lifetime_input life[PROFILE_MAX_PARTS];
+	struct profile_pcs pcs[PROFILE_MAX_PARTS];
 	struct profile p;
-	int code, oom = 0;
+	int code, oom = 0, map_err = 0;
 
 	if (n_src > PROFILE_MAX_PARTS)
 		n_src = PROFILE_MAX_PARTS;
 	getrusage(RUSAGE_SELF, &before);
+	memset(pcs, 0, sizeof(pcs));
 	for (size_t i = 0; i < n_src; i++) {
 		parts[i] = (struct profile_part){.pid = src[i].pid,
 						 .stacks = src[i].stacks,
@@ -377,14 +379,31 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 		oom |= !parts[i].dsym;
 	}
 	/*
-	 * The frames are resolved first and the DWARF readers (libdwfl and the
-	 * debug files it maps) released before the profile is built: the two
-	 * would otherwise add up in the loader's peak RSS.
+	 * The frames are resolved with the kernel's tables unmapped, and the
+	 * DWARF readers (libdwfl and the debug files it maps) released before
+	 * the tables are mapped again and the profile built: otherwise the
+	 * three add up in the loader's peak RSS (profile.h).
 	 */
-	if (!oom && profile_resolve_parts(parts, n_src, &r->meta))
+	if (!oom && profile_collect_pcs(parts, n_src, &r->meta, pcs))
 		oom = 1;
+	for (size_t i = 0; i < n_src && !oom; i++)
+		if (src[i].unmap_tables)
+			src[i].unmap_tables(src[i].tables_ctx);
+	if (!oom && profile_resolve_pcs(parts, n_src, pcs))
+		oom = 1;
+	profile_pcs_free(pcs, n_src);
 	for (size_t i = 0; i < n_src; i++)
 		dsym_release_readers(parts[i].dsym);
+	for (size_t i = 0; i < n_src && !map_err; i++)
+		if (src[i].map_tables)
+			map_err = src[i].map_tables(src[i].tables_ctx);
+	if (map_err) {
+		for (size_t i = 0; i < n_src; i++)
+			dsym_free(parts[i].dsym);
+		fprintf(stderr, "memprof-bpf: cannot map the stack tables again: %s\n",
+			strerror(-map_err));
+		return EXIT_FAILED;
+	}
 	if (oom || profile_build_parts(&p, parts, n_src, &r->meta)) {
 		if (!oom)
 			profile_free(&p);

@@ -101,6 +101,14 @@ struct output_source {
 	/* The live view at the peak, per stack id (peak.h; NULL: no peak view). */
 	const struct peak_stack *peak;
 	uint32_t n_peak;
+	/*
+	 * Optional (NULL: the tables stay): unmap the tables stacks, frames
+	 * and aggs read from, while the frames are resolved, and map them
+	 * again after (0, or -errno: the output then fails).
+	 */
+	void (*unmap_tables)(void *ctx);
+	int (*map_tables)(void *ctx);
+	void *tables_ctx;
 };
 
 /* The same for several processes in one profile (at most PROFILE_MAX_PARTS). */

@@ -3,6 +3,7 @@
 
 #include "peak.h"
 #include "memprof_probe_abi.h"
+#include "core/idmap.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,14 +42,43 @@ static int is_python_frame(uint64_t entry)
 	       MEMPROF_PROBE_STACK_FMT(entry) == MEMPROF_PROBE_PY_FRAME_V1;
 }
 
+/* The slot arrays of the sets of addresses (core/idmap.h takes its allocator). */
+static void *pcs_zeroed(size_t bytes)
+{
+	return calloc(1, bytes);
+}
+
+static void pcs_release(void *p, size_t bytes)
+{
+	(void)bytes;
+	free(p);
+}
+
+static const struct idmap_allocator pcs_allocator = {pcs_zeroed, pcs_release};
+
+static int pcs_add(struct profile_pcs *set, uint64_t pc)
+{
+	uint64_t v;
+
+	if (!pc) {
+		set->has_zero = 1;
+		return 0;
+	}
+	if (idmap_get(&set->set, pc, &v))
+		return 0;
+	return idmap_insert(&set->set, pc, 0);
+}
+
 /*
- * The stacks of part with some weight, into p (build), or only their
- * frames resolved into the part's dsym cache (!build: p is then read for
- * its meta alone).  -1 when out of memory.
+ * The stacks of part with some weight, into p (set NULL), or only the
+ * addresses of the frames they keep, into set (p is then read for its
+ * meta alone).  -1 when out of memory.
  */
 static int add_part(struct profile *p, const struct profile_part *part, size_t part_index,
-		    int build)
+		    struct profile_pcs *set)
 {
+	int build = !set;
+
 	const struct memprof_stack *stacks = part->stacks;
 	const struct memprof_stack_agg *aggs = part->aggs;
 	struct dsym *dsym = part->dsym;
@@ -109,12 +139,15 @@ static int add_part(struct profile *p, const struct profile_part *part, size_t p
 			if (python_seen && !python && !(p->meta.names & PROFILE_NAME_NATIVE))
 				continue;
 			python_seen |= python;
+			if (!build) {
+				if (pcs_add(set, pcs[i]))
+					return -1;
+				continue;
+			}
 			f = dsym_frame(dsym, pcs[i]);
 			if (!f)
 				return -1;
-			if (build)
-				s->frames[kept] = f;
-			kept++;
+			s->frames[kept++] = f;
 		}
 		if (!build)
 			continue;
@@ -155,20 +188,44 @@ int profile_build_parts(struct profile *p, const struct profile_part *parts, siz
 	if (!p->stacks)
 		return -1;
 	for (size_t i = 0; i < n_parts; i++)
-		if (add_part(p, &p->parts[i], i, 1))
+		if (add_part(p, &p->parts[i], i, NULL))
 			return -1;
 	return 0;
 }
 
-int profile_resolve_parts(const struct profile_part *parts, size_t n_parts,
-			  const struct profile_meta *meta)
+int profile_collect_pcs(const struct profile_part *parts, size_t n_parts,
+			const struct profile_meta *meta, struct profile_pcs *pcs)
 {
 	struct profile p = {.meta = *meta};
 
+	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++) {
+		pcs[i] = (struct profile_pcs){0};
+		idmap_init(&pcs[i].set, &pcs_allocator, 1024);
+	}
 	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++)
-		if (add_part(&p, &parts[i], i, 0))
+		if (add_part(&p, &parts[i], i, &pcs[i]))
 			return -1;
 	return 0;
+}
+
+int profile_resolve_pcs(const struct profile_part *parts, size_t n_parts,
+			const struct profile_pcs *pcs)
+{
+	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++) {
+		if (pcs[i].has_zero && !dsym_frame(parts[i].dsym, 0))
+			return -1;
+		for (size_t k = 0; k < pcs[i].set.n_slots; k++)
+			if (pcs[i].set.slots[k].key &&
+			    !dsym_frame(parts[i].dsym, pcs[i].set.slots[k].key))
+				return -1;
+	}
+	return 0;
+}
+
+void profile_pcs_free(struct profile_pcs *pcs, size_t n_parts)
+{
+	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++)
+		idmap_clear(&pcs[i].set);
 }
 
 void profile_process_name(pid_t pid, char *buf, size_t len)

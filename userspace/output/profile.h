@@ -12,6 +12,7 @@
 
 #include <linux/types.h>
 #include "memprof_maps.h"
+#include "core/idmap.h"
 #include "symbols/dwarf_symbolize.h"
 
 struct lifetime_dist; /* lifetimes.h */
@@ -123,13 +124,24 @@ int profile_build_parts(struct profile *p, const struct profile_part *parts, siz
 			const struct profile_meta *meta);
 void profile_free(struct profile *p);
 /*
- * Resolve the frames profile_build_parts will keep into each part's dsym
- * cache, building nothing: the symbolizer's readers (libdwfl, the debug
- * files it maps) can then be released before the profile takes its memory,
- * so the two never add up in the loader's peak RSS.  0, or -1 out of memory.
+ * The frames are resolved before the profile is built, in three steps, so
+ * that the loader's peak RSS never holds at once the kernel's stack tables
+ * (mapped), the symbolizer's readers (libdwfl and the debug files it maps)
+ * and the profile: profile_collect_pcs reads the addresses of the frames
+ * profile_build_parts will keep (one set per part), the caller may then
+ * unmap the tables, profile_resolve_pcs resolves the addresses into each
+ * part's dsym cache, and the readers can go before the tables are mapped
+ * again and the profile built.  Each returns 0, or -1 out of memory.
  */
-int profile_resolve_parts(const struct profile_part *parts, size_t n_parts,
-			  const struct profile_meta *meta);
+struct profile_pcs {
+	struct idmap set; /* the addresses but 0, as keys */
+	int has_zero;	  /* address 0 too */
+};
+int profile_collect_pcs(const struct profile_part *parts, size_t n_parts,
+			const struct profile_meta *meta, struct profile_pcs *pcs);
+int profile_resolve_pcs(const struct profile_part *parts, size_t n_parts,
+			const struct profile_pcs *pcs);
+void profile_pcs_free(struct profile_pcs *pcs, size_t n_parts);
 
 /* "comm (pid)" of a live process (or "? (pid)" once it is gone). */
 void profile_process_name(pid_t pid, char *buf, size_t len);

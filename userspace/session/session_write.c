@@ -25,6 +25,18 @@ static void sources_of(const struct session *s, struct output_source *src,
 	}
 }
 
+/* The tables of a traced process while its frames are resolved
+ * (output_source.unmap_tables). */
+static void unmap_tables(void *ctx)
+{
+	tracer_unmap_tables(&((struct traced *)ctx)->tr);
+}
+
+static int map_tables(void *ctx)
+{
+	return tracer_map_tables(&((struct traced *)ctx)->tr);
+}
+
 /* The lifetimes of a traced process, read from its tracer as the output
  * needs them (lifetime_hists_reader). */
 static int read_lifetimes(void *ctx, lifetime_hist_fn each, void *arg)
@@ -85,6 +97,10 @@ int session_write(struct session *s, struct output_request *r)
 					    .blocks = p->tr.blocks,
 					    .n_blocks = p->tr.n_blocks,
 					    .now_ns = end ? end : (uint64_t)session_mono_ns()};
+		/* The session has stopped: nothing reads the tables meanwhile. */
+		src[i].unmap_tables = unmap_tables;
+		src[i].map_tables = map_tables;
+		src[i].tables_ctx = (void *)p;
 	}
 	r->lifetimes_path = s->o->lifetimes_path;
 	if (s->tl.pts) {

@@ -176,6 +176,42 @@ int chunk_arena_map(struct chunk_arena *a, uint32_t main_used, uint32_t inner_us
 	return rc;
 }
 
+/* Anonymous pages again over chunks [from, from + n): 0, or -errno. */
+static int chunks_unmap(struct chunk_arena *a, uint32_t from, uint32_t n)
+{
+	void *at = (char *)a->base + (size_t)from * a->chunk_bytes;
+
+	if (n && mmap(at, (size_t)n * a->chunk_bytes, PROT_READ,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+int chunk_arena_unmap(struct chunk_arena *a)
+{
+	int rc = chunks_unmap(a, 0, a->mapped_main);
+
+	if (rc)
+		return rc;
+	a->unmapped_main += a->mapped_main;
+	a->mapped_main = 0;
+	rc = chunks_unmap(a, a->main_chunks, a->mapped_inner);
+	if (rc)
+		return rc;
+	a->unmapped_inner += a->mapped_inner;
+	a->mapped_inner = 0;
+	return 0;
+}
+
+int chunk_arena_remap(struct chunk_arena *a)
+{
+	int rc = chunk_arena_map(a, a->unmapped_main, a->unmapped_inner);
+
+	if (!rc)
+		a->unmapped_main = a->unmapped_inner = 0;
+	return rc;
+}
+
 uint64_t map_fd_memlock(int fd)
 {
 	char path[64], line[128];

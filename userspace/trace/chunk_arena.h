@@ -39,9 +39,11 @@ struct chunk_arena {
 	uint32_t created_main; /* the main table's chunks created: [0, created_main) */
 	uint32_t mapped_main;  /* of those, mapped: [0, mapped_main) */
 	uint32_t mapped_inner; /* the inner table's mapped: [main_chunks, + mapped_inner) */
-	int *fds;	       /* per chunk, -1 until created */
-	const void *base;      /* the range: (main_chunks + inner_chunks) chunks */
-	size_t bytes;	       /* its length */
+	/* chunk_arena_unmap: what chunk_arena_remap maps again */
+	uint32_t unmapped_main, unmapped_inner;
+	int *fds;	  /* per chunk, -1 until created */
+	const void *base; /* the range: (main_chunks + inner_chunks) chunks */
+	size_t bytes;	  /* its length */
 };
 
 /* What a chunk_arena is made of, for chunk_arena_open. */
@@ -63,6 +65,12 @@ int chunk_arena_grow(struct chunk_arena *a, uint32_t used);
 /* Map the main table's first main_used chunks (those created) and the inner
  * table's first inner_used: 0, or -errno (those mapped so far stay). */
 int chunk_arena_map(struct chunk_arena *a, uint32_t main_used, uint32_t inner_used);
+/* Unmap the chunks mapped (the range reads as zeros again), to be mapped
+ * again by chunk_arena_remap, called even when this fails: 0, or -errno
+ * (some chunks may stay mapped then). */
+int chunk_arena_unmap(struct chunk_arena *a);
+/* Map again what chunk_arena_unmap unmapped: 0, or -errno. */
+int chunk_arena_remap(struct chunk_arena *a);
 /* Kernel memory of the chunks created (fdinfo's memlock), in bytes. */
 uint64_t chunk_arena_memory(const struct chunk_arena *a);
 /* fdinfo's memlock of map fd: the kernel memory the map holds, in bytes. */

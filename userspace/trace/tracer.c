@@ -154,6 +154,26 @@ int tracer_sync(struct tracer *tr)
 	return 0;
 }
 
+int tracer_unmap_tables(struct tracer *tr)
+{
+	int rc = chunk_arena_unmap(&tr->stack_arena);
+	int rc_aggs = chunk_arena_unmap(&tr->agg_arena);
+	int rc_frames = chunk_arena_unmap(&tr->frame_arena);
+
+	return rc ? rc : rc_aggs ? rc_aggs : rc_frames;
+}
+
+int tracer_map_tables(struct tracer *tr)
+{
+	int rc = chunk_arena_remap(&tr->stack_arena);
+
+	if (!rc)
+		rc = chunk_arena_remap(&tr->agg_arena);
+	if (!rc)
+		rc = chunk_arena_remap(&tr->frame_arena);
+	return rc;
+}
+
 /* Chunks of the frame arena for a stack table of max_stacks. */
 static uint32_t frame_chunks_of(uint32_t max_stacks)
 {

@@ -115,6 +115,15 @@ void tracer_detach(struct tracer *tr);
 /* Refresh tr->blocks from the block map (home slots, then the overflow
  * hash by batch lookups).  0 or -errno. */
 int tracer_read_blocks(struct tracer *tr);
+/*
+ * Unmap the stack table, its aggregates and the frame arena (tr->stacks,
+ * tr->aggs and tr->frames read as zeros) until tracer_map_tables maps them
+ * again: the loader's RSS holds them no longer while it resolves frames at
+ * the stop.  Nothing may read them in between.  0, or -errno (then some
+ * may stay mapped); tracer_map_tables is called either way.
+ */
+int tracer_unmap_tables(struct tracer *tr);
+int tracer_map_tables(struct tracer *tr);
 /* Create (and map) chunks of the stack table, aggregates and frames ahead
  * of what the kernel side uses, and take the count of stacks to read.  0
  * or -errno. */
