@@ -170,7 +170,7 @@ run (10 MiB, most of the loader's peak); the loader now maps a decompressed copy
 (made once), and only the pages read count: the loader's peak at 10,000 stacks went from 29.0
 to 21.6 MiB, at one stack from 22.6 to 16.0, and stop to output from 0.12 to 0.06 s.
 
-**Later: the stop holds one thing at a time** (measured at 10,000 stacks: loader peak 21.6 ->
+**Later: the stop holds one thing at a time** (at 10,000 stacks, loader peak 21.6 -> about
 16.3 MiB). The loader's peak had become the stop's: the stack table, its aggregates and the
 frames mapped (2.9 MiB), libdw's readers of libc's DWARF (`dwarf_getaranges` reads the header
 of each of libc's 2,063 compile units, so 5.8 MiB of the debug file's pages are mapped at
@@ -186,7 +186,8 @@ CO-RE relocations (two copies of the 5.5 MiB file at once: libbpf 1.1 reads it, 
 it; nothing a caller can pass instead).
 
 **What is left.** The 32 MiB target (maps plus the loader's peak RSS) is met up to 10,000
-stacks: 7.9 + 16.3 = 24.2 MiB at one stack, 13.6 + 16.3 = 29.9 MiB at 10,000. Kernel, at
+stacks (the table above): about 7.9 + 16.3 = 24 MiB at one stack, 13.6 + 16.3 = 30 MiB at
+10,000. Kernel, at
 10,000 stacks: `lifetimes` 4.4 MiB (1 MiB of buckets and 344 bytes per stack with a death);
 `frames` 3.3 MiB (12 chunks: 7 in use, 4 ahead, the inner table's); the stack entries and
 aggregates 2.7 MiB (11 chunks: 5 in use, 4 ahead, the inner table's 2); `stack_ids` 1.7 MiB
