@@ -112,7 +112,58 @@ static __attribute__((noinline)) void callstack_check_walk(const uintptr_t *buf,
 	for (size_t k = 1; k < n; k++)
 		MEMPROF_ASSERT(ref[j + k - 1] == buf[k]);
 }
+
+/*
+ * The same check for a walk that started at the host's caller
+ * (memprof_capture_from): unw_backtrace from here, the profiler's frames
+ * dropped, must reach the same frames (after at most CALLSTACK_CHECK_SLACK
+ * of the host's outside its own code), as many.
+ */
+static __attribute__((noinline)) void callstack_check_from(const uintptr_t *buf, size_t n,
+							   size_t max)
+{
+	uintptr_t ref[MEMPROF_PROBE_MAX_STACK + 1 + 2 * CALLSTACK_SKIP_SLACK];
+	size_t want = max + CALLSTACK_CHECK_SLACK, got, j = 0;
+
+	if (n == 0 || want + CALLSTACK_SKIP_SLACK > sizeof(ref) / sizeof(ref[0]))
+		return;
+	got = callstack_drop_own(ref, callstack_unw(ref, want + CALLSTACK_SKIP_SLACK), 0, want);
+	while (j < got && j <= CALLSTACK_CHECK_SLACK && ref[j] != buf[0])
+		j++;
+	MEMPROF_ASSERT(j < got && j <= CALLSTACK_CHECK_SLACK);
+	MEMPROF_ASSERT(n == max ? got - j >= n : got - j == n);
+	for (size_t k = 0; k < n; k++)
+		MEMPROF_ASSERT(ref[j + k] == buf[k]);
+}
 #endif
+
+#if UNWIND_FAST
+/*
+ * The walk from the host's caller (memprof_capture_from), when the host gave one outside the
+ * profiler's code: none of the profiler's frames is walked or dropped.
+ * UNWIND_FALLBACK when there is none, or a frame is not one the walk takes.
+ */
+static size_t callstack_walk_from(uintptr_t *buf, size_t max)
+{
+	struct callstack_from f = memprof_ts.from;
+	size_t n;
+
+	memprof_ts.from.ra = 0; /* one capture only */
+	if (!f.ra || callstack_is_own(f.ra))
+		return UNWIND_FALLBACK;
+	n = unwind_walk(buf, max, f.ra, f.sp, f.fp, UNWIND_FIRST_RA);
+#ifdef MEMPROF_DEBUG
+	if (n != UNWIND_FALLBACK)
+		callstack_check_from(buf, n, max);
+#endif
+	return n;
+}
+#endif
+
+void memprof_capture_from(uintptr_t ra, uintptr_t sp, uintptr_t fp)
+{
+	memprof_ts.from = (struct callstack_from){.ra = ra, .sp = sp, .fp = fp};
+}
 
 size_t callstack_capture(uintptr_t *buf, size_t max)
 {
@@ -121,6 +172,10 @@ size_t callstack_capture(uintptr_t *buf, size_t max)
 
 	if (max == 0)
 		return 0;
+#if UNWIND_FAST
+	if (!hook && memprof_ts.from.ra && (n = callstack_walk_from(buf, max)) != UNWIND_FALLBACK)
+		return n;
+#endif
 	if (hook) {
 		n = hook(buf, want);
 		if (n > want)
@@ -130,7 +185,7 @@ size_t callstack_capture(uintptr_t *buf, size_t max)
 		uintptr_t pc, sp, fp;
 
 		CALLSTACK_HERE(pc, sp, fp);
-		n = unwind_walk(buf, want, pc, sp, fp, 0);
+		n = unwind_walk(buf, want, pc, sp, fp, UNWIND_FIRST_PC);
 		if (n == UNWIND_FALLBACK)
 			n = callstack_unw(buf, want);
 #ifdef MEMPROF_DEBUG
@@ -166,8 +221,13 @@ int memprof_debug_callstack_pair(uintptr_t *fast, size_t *n_fast, uintptr_t *ref
 #if UNWIND_FAST
 	uintptr_t pc, sp, fp;
 
+	if (memprof_ts.from.ra && (n = callstack_walk_from(fast, max)) != UNWIND_FALLBACK) {
+		*n_fast = n;
+		*n_ref = callstack_drop_own(ref, callstack_unw(ref, want), 0, max);
+		return 1;
+	}
 	CALLSTACK_HERE(pc, sp, fp);
-	n = unwind_walk(fast, want, pc, sp, fp, 0);
+	n = unwind_walk(fast, want, pc, sp, fp, UNWIND_FIRST_PC);
 #endif
 	if (n == UNWIND_FALLBACK)
 		n = callstack_unw(fast, want);
@@ -225,7 +285,7 @@ __attribute__((noinline)) size_t memprof_unwind(uintptr_t *buf, size_t max)
 
 	/* This function's own frame is walked, not recorded: the first is the caller's. */
 	CALLSTACK_HERE(pc, sp, fp);
-	n = unwind_walk(buf, max, pc, sp, fp, 1);
+	n = unwind_walk(buf, max, pc, sp, fp, UNWIND_SKIP_FIRST);
 #ifndef MEMPROF_DEBUG
 	if (n != UNWIND_FALLBACK)
 		return n;

@@ -68,6 +68,17 @@ struct held_set {
 	struct held_set *prev;
 };
 
+/*
+ * The frame of the program that called into the host, as the host saw it on
+ * its way in (memprof_capture_from): ra, the return address into the
+ * program; sp, the CFA of the host's function it called (where %rsp is once
+ * that function returns); fp, the program's %rbp there.  Invariant: while
+ * ra is set, that frame is live (the host's function has not returned).
+ */
+struct callstack_from {
+	uintptr_t ra, sp, fp;
+};
+
 struct thread_state {
 	uint64_t rng[4];       /* xoshiro256+ state */
 	int seeded;	       /* rng was initialised */
@@ -81,6 +92,7 @@ struct thread_state {
 	double bytes_for_lambda;
 	double bytes_inv_log1m;
 	struct unwind_cache *unwind; /* unwind.c's rules, NULL until the first capture */
+	struct callstack_from from;  /* memprof_capture_from's frame; ra 0: none */
 };
 /*
  * Initial-exec: one %fs-relative access instead of a __tls_get_addr call
@@ -142,15 +154,18 @@ size_t callstack_wanted(void);
 #define UNWIND_FAST MEMPROF_UNWIND_FAST
 /* unwind_walk's answer when unw_backtrace must take the capture. */
 #define UNWIND_FALLBACK SIZE_MAX
+/* unwind_walk's first frame: pc recorded, pc left out, or pc a return address. */
+enum unwind_first { UNWIND_FIRST_PC, UNWIND_SKIP_FIRST, UNWIND_FIRST_RA };
 /*
  * Walk the calling thread's stack from pc (with %rsp sp and %rbp fp there,
- * in a frame still live): buf[0] = pc (unless skip_first), then the return
- * addresses, want frames at most, exactly as unw_backtrace would give them
- * from that point.  UNWIND_FALLBACK when a frame on the way is not one it
- * takes.
+ * in a frame still live): buf[0] = pc (unless UNWIND_SKIP_FIRST), then the
+ * return addresses, want frames at most, exactly as unw_backtrace would give
+ * them from that point.  With UNWIND_FIRST_RA pc is a return address (its
+ * call's rule is looked up, at pc - 1).  UNWIND_FALLBACK when a frame on
+ * the way is not one it takes.
  */
 size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uintptr_t fp,
-		   int skip_first);
+		   enum unwind_first first);
 /* Release the calling thread's rule cache. */
 void unwind_thread_exit(void);
 

@@ -167,10 +167,10 @@ static const struct unwind_rule *rule_get(struct unwind_cache *c, uintptr_t pc)
 }
 
 size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uintptr_t fp,
-		   int skip_first)
+		   enum unwind_first first)
 {
 	struct unwind_cache *c;
-	uintptr_t lookup = pc;
+	uintptr_t lookup = first == UNWIND_FIRST_RA ? pc - 1 : pc;
 	size_t n = 0;
 
 	if (want == 0)
@@ -183,7 +183,7 @@ size_t unwind_walk(uintptr_t *buf, size_t want, uintptr_t pc, uintptr_t sp, uint
 		return UNWIND_FALLBACK;
 	c->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	if (!skip_first)
+	if (first != UNWIND_SKIP_FIRST)
 		buf[n++] = pc;
 	while (n < want) {
 		const struct unwind_rule *r = rule_get(c, lookup);

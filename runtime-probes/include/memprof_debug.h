@@ -97,7 +97,9 @@ void memprof_debug_unwind_stats(size_t *fast, size_t *fallbacks);
  * unwinder into fast[] and with unw_backtrace into ref[], up to max
  * frames each (max + 32 slots), the core's frames dropped from both.
  * Returns 1 when the fast unwinder walked the stack itself, 0 when it
- * handed it over (fast[] then holds unw_backtrace's frames too).
+ * handed it over (fast[] then holds unw_backtrace's frames too).  After
+ * memprof_capture_from, the fast walk starts at the frame given there, as
+ * a sample's would (ref[] is unw_backtrace's from here all the same).
  */
 int memprof_debug_callstack_pair(uintptr_t *fast, size_t *n_fast, uintptr_t *ref, size_t *n_ref,
 				 size_t max);

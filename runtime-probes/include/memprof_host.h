@@ -154,6 +154,16 @@ void memprof_major_update(void);
 int memprof_track_malloc(memprof_value block, size_t bytes, size_t n_samples, int major,
 			 uint64_t *handle_out);
 /*
+ * The next sample this thread takes may start its call stack at the
+ * program's frame instead of walking the host's frames down to it: ra is
+ * the return address into the program, sp the CFA of the host's function it
+ * called (%rsp once that returns), fp the program's %rbp there; that frame
+ * must stay live until the host calls this again with ra 0, which it does
+ * once the sample is taken.  A return address inside the profiler's own
+ * code (memprof_host_ops.own_code) is ignored: the walk starts as always.
+ */
+void memprof_capture_from(uintptr_t ra, uintptr_t sp, uintptr_t fp);
+/*
  * The tracked block with this handle was freed.  Runs its dealloc callback
  * now (if its previous callback still runs on another thread, that thread
  * runs the dealloc right after it); the callback's error is dropped.  A

@@ -124,6 +124,69 @@ Test(unwind, a_frame_addressed_from_rbp)
 	expect_walked(p, "alloca");
 }
 
+/*
+ * A host's entry point, as the malloc host's slow path: it keeps a frame
+ * pointer and hands its caller's frame to the core (memprof_capture_from),
+ * so the fast walk starts there.
+ */
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) void host_entry(struct pair *p)
+{
+	const uintptr_t *frame = __builtin_frame_address(0);
+
+	memprof_capture_from(frame[1], (uintptr_t)(frame + 2), frame[0]);
+	p->walked =
+	    memprof_debug_callstack_pair(p->fast, &p->n_fast, p->ref, &p->n_ref, MAX_FRAMES);
+	memprof_capture_from(0, 0, 0);
+	sink++;
+}
+
+/* The walk from the host's caller: unw_backtrace's frames after its first
+ * (the return address into host_entry). */
+static void expect_from_caller(const struct pair *p, const char *what)
+{
+	cr_assert(p->walked, "%s: the fast unwinder handed the stack over", what);
+	cr_assert_gt(p->n_ref, 1, "%s: unw_backtrace gave %zu frames", what, p->n_ref);
+	cr_assert_geq(p->n_fast, p->n_ref - 1, "%s: %zu frames, unw_backtrace %zu", what, p->n_fast,
+		      p->n_ref);
+	for (size_t k = 0; k + 1 < p->n_ref; k++)
+		cr_assert_eq(p->fast[k], p->ref[k + 1], "%s: frame %zu is %#lx, unw_backtrace %#lx",
+			     what, k, (unsigned long)p->fast[k], (unsigned long)p->ref[k + 1]);
+}
+
+static __attribute__((noinline)) void recurse_to_host(int depth, struct pair *p)
+{
+	if (depth > 0)
+		recurse_to_host(depth - 1, p);
+	else
+		host_entry(p);
+	sink++;
+}
+
+/* The host's caller addresses its frame from %rbp (alloca): the walk needs
+ * the caller's %rbp, read from the host's frame. */
+static __attribute__((noinline)) void alloca_to_host(size_t bytes, struct pair *p)
+{
+	volatile char *b = alloca(bytes);
+
+	b[0] = 1;
+	b[bytes - 1] = 2;
+	host_entry(p);
+	sink += (uintptr_t)b[0] + (uintptr_t)b[bytes - 1];
+}
+
+Test(unwind, from_the_hosts_caller)
+{
+	struct pair p;
+
+	recurse_to_host(DEEP, &p);
+	expect_from_caller(&p, "recursion");
+	alloca_to_host(ALLOCA_BYTES, &p);
+	expect_from_caller(&p, "alloca");
+	/* Once the host cleared it, a walk starts from its own frame again. */
+	take(&p);
+	cr_expect(p.n_fast == p.n_ref && p.fast[0] == p.ref[0], "a start left behind");
+}
+
 static __attribute__((noinline)) void big_frame(struct pair *p)
 {
 	volatile char b[BIG_FRAME_BYTES];

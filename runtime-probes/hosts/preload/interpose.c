@@ -63,15 +63,34 @@ static void *next_alloc(enum alloc_kind kind, size_t bytes, size_t align)
 	return next_call(kind, bytes, align);
 }
 
-static __attribute__((noinline)) void *alloc_slow(struct preload_thread *t, enum alloc_kind kind,
-						  size_t bytes, size_t align)
+/*
+ * The slow path keeps a frame pointer where the compiler can be asked for
+ * one: the exported functions jump to it (their tail call), so its frame
+ * holds the program's return address and %rbp, and a sample's call stack
+ * starts there (sampler_track_from) instead of walking the profiler's five
+ * frames down to it and dropping them.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ALLOC_SLOW_FRAME __attribute__((optimize("no-omit-frame-pointer")))
+#define ALLOC_SLOW_HAS_FRAME 1
+#else
+#define ALLOC_SLOW_FRAME
+#define ALLOC_SLOW_HAS_FRAME 0
+#endif
+
+static __attribute__((noinline)) ALLOC_SLOW_FRAME void *
+alloc_slow(struct preload_thread *t, enum alloc_kind kind, size_t bytes, size_t align)
 {
 	/* The fast path took the bytes off before it found the countdown spent. */
 	preload_untake(t, bytes);
 	size_t n_samples = sampler_countdown_expired(t, bytes);
 	void *p = next_alloc(kind, bytes, align);
 
-	if (n_samples)
+	if (!n_samples)
+		return p;
+	if (ALLOC_SLOW_HAS_FRAME)
+		sampler_track_from(t, p, n_samples, bytes, __builtin_frame_address(0));
+	else
 		sampler_track(t, p, n_samples, bytes);
 	return p;
 }

@@ -282,6 +282,16 @@ size_t sampler_countdown_expired(struct preload_thread *t, size_t bytes);
 /* Track block p (NULL: the allocation failed) of `bytes` requested bytes,
  * sampled n_samples times, with the core; then leave the core. */
 void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t bytes);
+/*
+ * sampler_track, with the call stack started at the program's frame:
+ * frame is the frame pointer of the host's function the program called (or
+ * jumped to from the exported function's tail call), so frame[0] is the
+ * program's %rbp and frame[1] the return address into it.  The core checks
+ * that address: one in the host's own code (the function was called, not
+ * jumped to) makes it walk from its own frame as always.
+ */
+void sampler_track_from(struct preload_thread *t, void *p, size_t n_samples, size_t bytes,
+			const uintptr_t *frame);
 /* Block p is being freed: report it if it was sampled. */
 void sampler_block_freed(struct preload_thread *t, const void *p);
 /* Report the death of a block already removed from sampled_blocks. */

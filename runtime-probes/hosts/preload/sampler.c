@@ -133,6 +133,14 @@ void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t b
 	preload_leave_core(t);
 }
 
+void sampler_track_from(struct preload_thread *t, void *p, size_t n_samples, size_t bytes,
+			const uintptr_t *frame)
+{
+	memprof_capture_from(frame[1], (uintptr_t)(frame + 2), frame[0]);
+	sampler_track(t, p, n_samples, bytes);
+	memprof_capture_from(0, 0, 0);
+}
+
 void sampler_handle_freed(struct preload_thread *t, uint64_t handle)
 {
 	if (!preload_profiler_usable())
