@@ -356,14 +356,13 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	struct rusage before, after;
 	struct profile_part parts[PROFILE_MAX_PARTS];
 	struct lifetime_input life[PROFILE_MAX_PARTS];
-	struct profile_pcs pcs[PROFILE_MAX_PARTS];
+	struct profile_pcs *pcs = NULL;
 	struct profile p;
 	int code, oom = 0, map_err = 0;
 
 	if (n_src > PROFILE_MAX_PARTS)
 		n_src = PROFILE_MAX_PARTS;
 	getrusage(RUSAGE_SELF, &before);
-	memset(pcs, 0, sizeof(pcs));
 	for (size_t i = 0; i < n_src; i++) {
 		parts[i] = (struct profile_part){.pid = src[i].pid,
 						 .stacks = src[i].stacks,
@@ -384,14 +383,14 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	 * the tables are mapped again and the profile built: otherwise the
 	 * three add up in the loader's peak RSS (profile.h).
 	 */
-	if (!oom && profile_collect_pcs(parts, n_src, &r->meta, pcs))
+	if (!oom && !(pcs = profile_collect_pcs(parts, n_src, &r->meta)))
 		oom = 1;
 	for (size_t i = 0; i < n_src && !oom; i++)
 		if (src[i].unmap_tables)
 			src[i].unmap_tables(src[i].tables_ctx);
 	if (!oom && profile_resolve_pcs(parts, n_src, pcs))
 		oom = 1;
-	profile_pcs_free(pcs, n_src);
+	profile_pcs_free(pcs);
 	for (size_t i = 0; i < n_src; i++)
 		dsym_release_readers(parts[i].dsym);
 	for (size_t i = 0; i < n_src && !map_err; i++)

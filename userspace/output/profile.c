@@ -56,7 +56,18 @@ static void pcs_release(void *p, size_t bytes)
 
 static const struct idmap_allocator pcs_allocator = {pcs_zeroed, pcs_release};
 
-static int pcs_add(struct profile_pcs *set, uint64_t pc)
+/* The addresses of one part's frames: keys of set, and 0 apart. */
+struct part_pcs {
+	struct idmap set;
+	int has_zero;
+};
+
+struct profile_pcs {
+	struct part_pcs parts[PROFILE_MAX_PARTS];
+	size_t n_parts;
+};
+
+static int pcs_add(struct part_pcs *set, uint64_t pc)
 {
 	uint64_t v;
 
@@ -75,7 +86,7 @@ static int pcs_add(struct profile_pcs *set, uint64_t pc)
  * meta alone).  -1 when out of memory.
  */
 static int add_part(struct profile *p, const struct profile_part *part, size_t part_index,
-		    struct profile_pcs *set)
+		    struct part_pcs *set)
 {
 	int build = !set;
 
@@ -193,39 +204,48 @@ int profile_build_parts(struct profile *p, const struct profile_part *parts, siz
 	return 0;
 }
 
-int profile_collect_pcs(const struct profile_part *parts, size_t n_parts,
-			const struct profile_meta *meta, struct profile_pcs *pcs)
+struct profile_pcs *profile_collect_pcs(const struct profile_part *parts, size_t n_parts,
+					const struct profile_meta *meta)
 {
 	struct profile p = {.meta = *meta};
+	struct profile_pcs *pcs = calloc(1, sizeof(*pcs));
 
-	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++) {
-		pcs[i] = (struct profile_pcs){0};
-		idmap_init(&pcs[i].set, &pcs_allocator, 1024);
-	}
-	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++)
-		if (add_part(&p, &parts[i], i, &pcs[i]))
-			return -1;
-	return 0;
+	if (!pcs)
+		return NULL;
+	pcs->n_parts = n_parts < PROFILE_MAX_PARTS ? n_parts : PROFILE_MAX_PARTS;
+	for (size_t i = 0; i < pcs->n_parts; i++)
+		idmap_init(&pcs->parts[i].set, &pcs_allocator, 1024);
+	for (size_t i = 0; i < pcs->n_parts; i++)
+		if (add_part(&p, &parts[i], i, &pcs->parts[i])) {
+			profile_pcs_free(pcs);
+			return NULL;
+		}
+	return pcs;
 }
 
 int profile_resolve_pcs(const struct profile_part *parts, size_t n_parts,
 			const struct profile_pcs *pcs)
 {
-	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++) {
-		if (pcs[i].has_zero && !dsym_frame(parts[i].dsym, 0))
+	for (size_t i = 0; i < n_parts && i < pcs->n_parts; i++) {
+		const struct part_pcs *set = &pcs->parts[i];
+
+		if (set->has_zero && !dsym_frame(parts[i].dsym, 0))
 			return -1;
-		for (size_t k = 0; k < pcs[i].set.n_slots; k++)
-			if (pcs[i].set.slots[k].key &&
-			    !dsym_frame(parts[i].dsym, pcs[i].set.slots[k].key))
+		for (size_t k = 0; k < set->set.n_slots; k++)
+			if (set->set.slots[k].key &&
+			    !dsym_frame(parts[i].dsym, set->set.slots[k].key))
 				return -1;
 	}
 	return 0;
 }
 
-void profile_pcs_free(struct profile_pcs *pcs, size_t n_parts)
+void profile_pcs_free(struct profile_pcs *pcs)
 {
-	for (size_t i = 0; i < n_parts && i < PROFILE_MAX_PARTS; i++)
-		idmap_clear(&pcs[i].set);
+	if (!pcs)
+		return;
+	for (size_t i = 0; i < pcs->n_parts; i++)
+		idmap_clear(&pcs->parts[i].set);
+	free(pcs);
 }
 
 void profile_process_name(pid_t pid, char *buf, size_t len)

@@ -12,7 +12,6 @@
 
 #include <linux/types.h>
 #include "memprof_maps.h"
-#include "core/idmap.h"
 #include "symbols/dwarf_symbolize.h"
 
 struct lifetime_dist; /* lifetimes.h */
@@ -131,17 +130,15 @@ void profile_free(struct profile *p);
  * profile_build_parts will keep (one set per part), the caller may then
  * unmap the tables, profile_resolve_pcs resolves the addresses into each
  * part's dsym cache, and the readers can go before the tables are mapped
- * again and the profile built.  Each returns 0, or -1 out of memory.
+ * again and the profile built.  profile_collect_pcs returns NULL, and
+ * profile_resolve_pcs -1, when out of memory.
  */
-struct profile_pcs {
-	struct idmap set; /* the addresses but 0, as keys */
-	int has_zero;	  /* address 0 too */
-};
-int profile_collect_pcs(const struct profile_part *parts, size_t n_parts,
-			const struct profile_meta *meta, struct profile_pcs *pcs);
+struct profile_pcs; /* one set of addresses per part */
+struct profile_pcs *profile_collect_pcs(const struct profile_part *parts, size_t n_parts,
+					const struct profile_meta *meta);
 int profile_resolve_pcs(const struct profile_part *parts, size_t n_parts,
 			const struct profile_pcs *pcs);
-void profile_pcs_free(struct profile_pcs *pcs, size_t n_parts);
+void profile_pcs_free(struct profile_pcs *pcs);
 
 /* "comm (pid)" of a live process (or "? (pid)" once it is gone). */
 void profile_process_name(pid_t pid, char *buf, size_t len);
