@@ -1,4 +1,5 @@
-/* Output files opened before tracing, written whole or not at all (outfile.h). */
+/* Output files opened before tracing; a regular file is put in place whole or not at all
+ * (outfile.h). */
 #include "outfile.h"
 
 #include <errno.h>
@@ -207,39 +208,59 @@ static int commit(struct outfile *o)
 }
 
 /*
- * Run fn into a stream on a duplicate of fd.  0, or -1 with *write_failed
- * set when the bytes could not be written (errno then says why) and clear
- * when fn itself failed.
+ * The stream a writer writes into: the file's descriptor, every write
+ * retried on EINTR and whole, and after the first error none at all, so
+ * what reached the file is a prefix of the output, never one with a gap
+ * (stdio itself drops a failed buffer and goes on with the next).
+ */
+struct sink {
+	int fd;
+	int err; /* the first write error's errno, 0 before */
+};
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t len)
+{
+	struct sink *s = cookie;
+	size_t done = 0;
+
+	while (!s->err && done < len) {
+		ssize_t n = write(s->fd, buf + done, len - done);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno != EINTR)
+			s->err = errno;
+		else if (n == 0)
+			s->err = EIO;
+	}
+	if (s->err)
+		errno = s->err;
+	return (ssize_t)done; /* short: stdio marks the stream in error */
+}
+
+/*
+ * Run fn into a stream on fd.  0, or -1 with *write_failed set when the
+ * bytes could not be written (errno then says why) and clear when fn itself
+ * failed (what it wrote so far is in the file).
  */
 static int run_into(int fd, outfile_writer fn, void *ctx, int *write_failed)
 {
-	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0), rc, e;
-	FILE *f = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
+	struct sink s = {.fd = fd};
+	FILE *f = fopencookie(&s, "w", (cookie_io_functions_t){.write = sink_write});
+	int rc, e;
 
 	*write_failed = 1;
-	if (!f) {
-		e = errno;
-		if (dup_fd >= 0)
-			close(dup_fd);
-		errno = e;
+	if (!f)
 		return -1;
-	}
 	errno = 0;
 	rc = fn(f, ctx);
 	e = errno;
-	if (ferror(f)) {
-		fclose(f);
-		errno = e ? e : EIO;
+	if (fclose(f) && !s.err)
+		s.err = errno ? errno : EIO;
+	if (s.err) {
+		errno = s.err;
 		return -1;
 	}
-	if (fflush(f)) {
-		e = errno;
-		fclose(f);
-		errno = e;
-		return -1;
-	}
-	if (fclose(f)) /* nothing left to write: the descriptor's close */
-		return -1;
 	*write_failed = 0;
 	errno = e;
 	return rc ? -1 : 0;

@@ -393,9 +393,12 @@ int output_write_sources(const struct output_request *r, const struct output_sou
 	profile_pcs_free(pcs);
 	for (size_t i = 0; i < n_src; i++)
 		dsym_release_readers(parts[i].dsym);
-	for (size_t i = 0; i < n_src && !map_err; i++)
-		if (src[i].map_tables)
-			map_err = src[i].map_tables(src[i].tables_ctx);
+	for (size_t i = 0; i < n_src; i++) {
+		int rc = src[i].map_tables ? src[i].map_tables(src[i].tables_ctx) : 0;
+
+		if (rc && !map_err)
+			map_err = rc;
+	}
 	if (map_err) {
 		for (size_t i = 0; i < n_src; i++)
 			dsym_free(parts[i].dsym);

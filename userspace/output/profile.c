@@ -156,8 +156,16 @@ static int add_part(struct profile *p, const struct profile_part *part, size_t p
 				continue;
 			}
 			f = dsym_frame(dsym, pcs[i]);
-			if (!f)
+			if (!f && !dsym_released(dsym))
 				return -1;
+			if (!f) {
+				/* Not among the addresses resolved before the readers
+				 * went: the stack gained weight after they were read
+				 * (the kernel side freezes its views at the detach, so
+				 * this is not expected).  Its frames are unknown. */
+				kept = 0;
+				break;
+			}
 			s->frames[kept++] = f;
 		}
 		if (!build)

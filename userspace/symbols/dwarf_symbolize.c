@@ -733,6 +733,11 @@ static struct dsym_frame *resolve_python(struct dsym *d, uint64_t entry)
 	return f;
 }
 
+int dsym_released(const struct dsym *d)
+{
+	return d->released;
+}
+
 const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc)
 {
 	/* A return address points after the call: look the call up. */

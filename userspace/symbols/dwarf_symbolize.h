@@ -65,7 +65,10 @@ void dsym_free(struct dsym *d);
  */
 void dsym_release_readers(struct dsym *d);
 
-/* The frame of return address pc (cached). NULL only when out of memory. */
+/* Whether dsym_release_readers ran: only cached frames are given since. */
+int dsym_released(const struct dsym *d);
+/* The frame of return address pc (cached).  NULL when out of memory, or
+ * after dsym_release_readers for an address not resolved before. */
 const struct dsym_frame *dsym_frame(struct dsym *d, uint64_t pc);
 
 size_t dsym_n_modules(const struct dsym *d);
