@@ -19,10 +19,10 @@ LOADER_MAIN := userspace/cmd/main.c
 LOADER_LIB_SRCS := $(filter-out $(LOADER_MAIN),$(LOADER_SRCS))
 LOADER_LIB_OBJS := $(LOADER_LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(PPROF_GEN_OBJ)
 LOADER_OBJS := $(LOADER_MAIN:%.c=$(BUILD)/obj/%.o) $(LOADER_LIB_OBJS)
-# libdw/libdwfl symbolize, protobuf-c encodes pprof, zlib gzips it, and
-# libstdc++ demangles C++ (userspace/symbols/demangle.c says why).
+# libdw/libdwfl symbolize, protobuf-c encodes pprof, zlib gzips it;
+# libstdc++ demangles C++, opened when a C++ name needs it (demangle.c).
 LOADER_LIBS = $(call pkg_libs,libbpf) $(call pkg_libs,libdw) $(call pkg_libs,libelf) \
-	$(call pkg_libs,libprotobuf-c) $(call pkg_libs,zlib) -lstdc++ -lm
+	$(call pkg_libs,libprotobuf-c) $(call pkg_libs,zlib) -lm
 
 # Every folder of the loader: its headers by their folder ("trace/tracer.h")
 # from userspace/, the skeleton and the generated encoder, the maps shared
