@@ -6,7 +6,8 @@
  * hosts/preload/sampled_blocks.c, mmap: it must not call the allocator it
  * sits under), and the loader's caches and tables (userspace/: frames by
  * address, symbols/dwarf_symbolize.c; pprof's strings, functions and
- * locations, output/pprof.c; calloc).  The one hash map of the tree.
+ * locations, output/pprof.c; the calloc allocator of userspace/heap_idmap.h).
+ * The one hash map of the tree.
  *
  * Keys that are not integers (strings) are kept by a hash of theirs, made
  * nonzero, as the key: several slots may then hold the same key, the value

@@ -13,21 +13,9 @@
 
 #include "lifetimes.h"
 #include "site.h"
+#include "heap_idmap.h"
 
 /* ---- Strings ---- */
-
-static void *map_zeroed(size_t bytes)
-{
-	return calloc(1, bytes);
-}
-
-static void map_release(void *p, size_t bytes)
-{
-	(void)bytes;
-	free(p);
-}
-
-static const struct idmap_allocator map_allocator = {map_zeroed, map_release};
 
 static uint64_t hash_str(const char *s)
 {
@@ -349,8 +337,8 @@ int svg_data_build(struct svg_data *d, const struct profile *p)
 
 	memset(d, 0, sizeof(*d));
 	d->p = p;
-	idmap_init(&d->str.map, &map_allocator, 256);
-	idmap_init(&d->site_map, &map_allocator, 64);
+	idmap_init(&d->str.map, &heap_idmap_allocator, 256);
+	idmap_init(&d->site_map, &heap_idmap_allocator, 64);
 	d->paths = calloc(p->n_stacks ? p->n_stacks : 1, sizeof(*d->paths));
 	d->by_site = calloc(p->n_stacks ? p->n_stacks : 1, sizeof(*d->by_site));
 	if (!d->paths || !d->by_site || (all = intern(&d->str, "all")) < 0)

@@ -12,25 +12,11 @@
 #include "folded.h"
 
 #include "profile.h"
-#include "core/idmap.h"
+#include "heap_idmap.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The slot array of the names' map (core/idmap.h takes its allocator). */
-static void *names_zeroed(size_t bytes)
-{
-	return calloc(1, bytes);
-}
-
-static void names_release(void *p, size_t bytes)
-{
-	(void)bytes;
-	free(p);
-}
-
-static const struct idmap_allocator names_allocator = {names_zeroed, names_release};
 
 /*
  * The names of one write, numbered in the order they came.  A name is
@@ -223,7 +209,7 @@ long folded_write(FILE *out, const struct profile *p, enum memprof_view v)
 
 	if (!lines)
 		return -1;
-	idmap_init(&f.names.by_source, &names_allocator, 256);
+	idmap_init(&f.names.by_source, &heap_idmap_allocator, 256);
 	for (size_t i = 0; i < p->n_stacks; i++) {
 		if (p->stacks[i].bytes[v] <= 0)
 			continue;

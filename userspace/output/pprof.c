@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/idmap.h"
+#include "heap_idmap.h"
 #include "lifetimes.h"
 #include "profile.pb-c.h"
 #include "site.h"
@@ -26,20 +26,6 @@ static const char *const type_names[MEMPROF_N_VIEWS][2] = {
 };
 
 /* ---- Tables: each string and each function once, their numbers ---- */
-
-/* The slot arrays of the maps (core/idmap.h takes its allocator as a parameter). */
-static void *map_zeroed(size_t bytes)
-{
-	return calloc(1, bytes);
-}
-
-static void map_release(void *p, size_t bytes)
-{
-	(void)bytes;
-	free(p);
-}
-
-static const struct idmap_allocator map_allocator = {map_zeroed, map_release};
 
 /*
  * Distinct strings, numbered from 0 in the order they came: an idmap from
@@ -409,9 +395,9 @@ static int build(struct builder *b, const struct profile *p)
 	char text[512], exe[4096] = "";
 
 	pprof__profile__init(pb);
-	idmap_init(&b->strings.map, &map_allocator, 256);
-	idmap_init(&b->functions.map, &map_allocator, 256);
-	idmap_init(&b->locations, &map_allocator, 256);
+	idmap_init(&b->strings.map, &heap_idmap_allocator, 256);
+	idmap_init(&b->functions.map, &heap_idmap_allocator, 256);
+	idmap_init(&b->locations, &heap_idmap_allocator, 256);
 	b->cap_strings = 256;
 	pb->string_table = calloc(b->cap_strings, sizeof(char *));
 	if (!pb->string_table)

@@ -3,7 +3,7 @@
 
 #include "peak.h"
 #include "memprof_probe_abi.h"
-#include "core/idmap.h"
+#include "heap_idmap.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,20 +41,6 @@ static int is_python_frame(uint64_t entry)
 	return (entry & MEMPROF_PROBE_STACK_OCAML) &&
 	       MEMPROF_PROBE_STACK_FMT(entry) == MEMPROF_PROBE_PY_FRAME_V1;
 }
-
-/* The slot arrays of the sets of addresses (core/idmap.h takes its allocator). */
-static void *pcs_zeroed(size_t bytes)
-{
-	return calloc(1, bytes);
-}
-
-static void pcs_release(void *p, size_t bytes)
-{
-	(void)bytes;
-	free(p);
-}
-
-static const struct idmap_allocator pcs_allocator = {pcs_zeroed, pcs_release};
 
 /* The addresses of one part's frames: keys of set, and 0 apart. */
 struct part_pcs {
@@ -222,7 +208,7 @@ struct profile_pcs *profile_collect_pcs(const struct profile_part *parts, size_t
 		return NULL;
 	pcs->n_parts = n_parts < PROFILE_MAX_PARTS ? n_parts : PROFILE_MAX_PARTS;
 	for (size_t i = 0; i < pcs->n_parts; i++)
-		idmap_init(&pcs->parts[i].set, &pcs_allocator, 1024);
+		idmap_init(&pcs->parts[i].set, &heap_idmap_allocator, 1024);
 	for (size_t i = 0; i < pcs->n_parts; i++)
 		if (add_part(&p, &parts[i], i, &pcs->parts[i])) {
 			profile_pcs_free(pcs);

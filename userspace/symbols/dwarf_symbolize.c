@@ -14,7 +14,7 @@
 
 #include <linux/types.h>
 
-#include "core/idmap.h"
+#include "heap_idmap.h"
 #include "debug_cache.h"
 #include "demangle.h"
 #include "memprof_probe_abi.h"
@@ -68,20 +68,6 @@ struct dsym {
 	int ocaml_stdlib_read;
 	int released; /* dsym_release_readers: only frames already resolved */
 };
-
-/* The cache's slot arrays (core/idmap.h takes its allocator as a parameter). */
-static void *cache_zeroed(size_t bytes)
-{
-	return calloc(1, bytes);
-}
-
-static void cache_release(void *p, size_t bytes)
-{
-	(void)bytes;
-	free(p);
-}
-
-static const struct idmap_allocator cache_allocator = {cache_zeroed, cache_release};
 
 /* ---- debuginfod, bounded in time ---- */
 
@@ -184,7 +170,7 @@ struct dsym *dsym_new(struct symbolizer *sym, unsigned flags)
 
 	if (!d)
 		return NULL;
-	idmap_init(&d->frames, &cache_allocator, 64);
+	idmap_init(&d->frames, &heap_idmap_allocator, 64);
 	d->sym = sym;
 	d->flags = flags;
 	d->callbacks.find_elf = dwfl_build_id_find_elf;
