@@ -212,6 +212,11 @@ void probe_publish_locked(void);
  */
 int probe_poll(void);
 
+/* ---- malloc-style hosts (malloc_host.c) ---- */
+/* A tracer came or went: the tracer-only handles taken so far fire
+ * nothing more, and the epoch's young ones are forgotten.  Locked. */
+void malloc_tracer_new_generation_locked(void);
+
 /* ---- callbacks (callbacks.c) ---- */
 /*
  * Run the pending callback of the entry at *ip (not busy, pending).  Called

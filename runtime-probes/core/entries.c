@@ -82,9 +82,14 @@ size_t entries_new(void)
 	MEMPROF_ASSERT(tb->len < tb->cap);
 	size_t i = tb->len++;
 	memset(&tb->t[i], 0, sizeof(tb->t[i]));
-	tb->t[i].id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
-	memprof_core.stats.samples++;
+	tb->t[i].id = entries_take_id();
 	return i;
+}
+
+uint64_t entries_take_id(void)
+{
+	memprof_core.stats.samples++;
+	return atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
 }
 
 void entry_drop_profile(struct entry *e)

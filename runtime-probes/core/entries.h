@@ -75,6 +75,10 @@ struct entries {
 /* New entry at the end of the table, zeroed except id; NO_INDEX on failure
  * (growth failed or the debug limit): the caller drops the sample. */
 size_t entries_new(void);
+/* A new id (nonzero, never used before), counted as a sample: every
+ * sample's id, with an entry (entries_new) or without (a malloc host's
+ * tracer-only sample, malloc_host.c). */
+uint64_t entries_take_id(void);
 /* End tracking: release the profile and stack, mark deleted. */
 void entries_delete(size_t i);
 /* Remove deleted, non-busy entries, keeping order; fixes every index. */

@@ -258,6 +258,7 @@ int probe_poll(void)
 	if (up != memprof_core.tracer_on) {
 		memprof_core.tracer_on = up;
 		atomic_store_explicit(&tracer_seen, up, memory_order_relaxed);
+		malloc_tracer_new_generation_locked();
 		if (up)
 			memprof_core.tracer_rate = probe_requested_rate();
 		else

@@ -219,3 +219,34 @@ Test(attach, malloc_host_under_a_tracer)
 	probes_close(&p);
 	cr_assert_eq(memprof_current_rate(), 0.0, "detached");
 }
+
+Test(attach, malloc_handles_of_a_gone_tracer_fire_nothing)
+{
+	struct probes p;
+	uint64_t old = 0, young = 0, major = 0;
+
+	memprof_probe_control.requested_rate = 0; /* the default rate */
+	probes_open(&p);
+	cr_assert_eq(memprof_current_rate(), MEMPROF_PROBE_DEFAULT_RATE);
+	cr_assert_eq(memprof_track_malloc(0x1000, 8, 1, 0, &old), 0);
+	cr_assert(old, "a tracer-only block gets a handle");
+	probes_close(&p);
+	cr_assert_eq(memprof_current_rate(), 0.0, "detached");
+
+	probes_open(&p);
+	cr_assert_eq(memprof_current_rate(), MEMPROF_PROBE_DEFAULT_RATE, "attached again");
+	cr_assert_eq(memprof_track_malloc(0x2000, 8, 1, 0, &young), 0);
+	cr_assert_eq(memprof_track_malloc(0x3000, 8, 1, 1, &major), 0);
+	memprof_block_freed(old);
+	memprof_block_freed(young);
+	memprof_epoch_end();
+	memprof_block_freed(major);
+	memprof_probe_flush();
+	cr_assert_eq(SAMPLES(p), 2, "the samples of this tracer");
+	cr_assert_eq(DEALLOCS(p), 2, "the block of the first tracer dies unseen");
+	cr_assert_eq(PROMOTES(p), 0, "a young block that died and a major one: no promotion");
+	memprof_stats st;
+	memprof_get_stats(&st);
+	cr_assert_eq(st.tracked, 0, "tracer-only samples take no entry");
+	probes_close(&p);
+}
