@@ -123,8 +123,8 @@ static void tracer_block_freed_locked(uint64_t handle)
 	    (tracer_young.gen & TRACER_HANDLE_GEN_MASK))
 		return; /* sampled for a tracer that is gone */
 	int minor = (handle & TRACER_HANDLE_YOUNG) && tracer_young_take(id);
-	probe_event_locked(id, minor ? MEMPROF_PROBE_EV_DEALLOC_MINOR
-				     : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
+	probe_event_locked(id,
+			   minor ? MEMPROF_PROBE_EV_DEALLOC_MINOR : MEMPROF_PROBE_EV_DEALLOC_MAJOR);
 }
 
 /* The epoch ended: its young tracer-only blocks still alive are promoted.  Locked. */
@@ -172,10 +172,10 @@ int memprof_track_malloc(memprof_value block, size_t bytes, size_t n_samples, in
 	pthread_mutex_lock(&memprof_core.lock);
 	if (!memprof_core.sampling) {
 		/* Traced (rate_read gave a rate), no profile: no entry. */
-		uint64_t h = SEMAPHORE_UP(memprof_sample_semaphore)
-				 ? track_for_tracer_locked(bytes, n_samples, major, sb.buf,
-							   sb.len, &r)
-				 : 0;
+		uint64_t h =
+		    SEMAPHORE_UP(memprof_sample_semaphore)
+			? track_for_tracer_locked(bytes, n_samples, major, sb.buf, sb.len, &r)
+			: 0;
 		if (handle_out)
 			*handle_out = h;
 		pthread_mutex_unlock(&memprof_core.lock);
