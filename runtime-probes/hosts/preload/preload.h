@@ -174,6 +174,10 @@ static inline int sampled_blocks_may_contain(const void *p)
 		(i & 63)) &
 	       1;
 }
+/* Block p is about to be inserted: start loading what the insert will touch
+ * (its table slot and filter count are cold), so that the call stack's
+ * capture in between hides the cache misses. */
+void sampled_blocks_prefetch(const void *p);
 /* Remember that block p has core handle h.  0, or -1 (out of memory). */
 int sampled_blocks_insert(const void *p, uint64_t h);
 /* Forget block p; returns its handle, 0 if it was not sampled. */

@@ -83,6 +83,26 @@ static void filter_count(size_t i, int delta)
 		atomic_fetch_and_explicit(&sampled_filter_bits[i >> 6], ~bit, memory_order_relaxed);
 }
 
+/* Start loading p's table slot and filter count (write intent), and the
+ * shard's lock, without the lock: a stale array only wastes the hint. */
+static void shard_prefetch(const struct sampled_shard *s, size_t slot, const void *p)
+{
+	struct idmap_slot *slots = __atomic_load_n(&s->map.slots, __ATOMIC_RELAXED);
+	size_t n = __atomic_load_n(&s->map.n_slots, __ATOMIC_RELAXED);
+
+	__builtin_prefetch(&s->lock, 1);
+	__builtin_prefetch(&sampled_filter_counts[slot], 1);
+	if (slots && n)
+		__builtin_prefetch(&slots[idmap_mix((uintptr_t)p) & (n - 1)], 1);
+}
+
+void sampled_blocks_prefetch(const void *p)
+{
+	size_t slot = sampled_filter_index(p);
+
+	shard_prefetch(shard_of(slot), slot, p);
+}
+
 int sampled_blocks_insert(const void *p, uint64_t h)
 {
 	uintptr_t addr = (uintptr_t)p;

@@ -123,6 +123,7 @@ void sampler_track(struct preload_thread *t, void *p, size_t n_samples, size_t b
 		preload_leave_core(t);
 		return;
 	}
+	sampled_blocks_prefetch(p);
 	/* The alloc callback's error has nowhere to go: the block stays. */
 	(void)memprof_track_malloc((memprof_value)p, bytes, n_samples,
 				   bytes >= major_threshold_bytes, &handle);
