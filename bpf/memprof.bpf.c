@@ -415,7 +415,6 @@ __noinline int sample_one(const struct sample_rec *r)
 		count(MEMPROF_CNT_LATE_SAMPLES);
 		return 0;
 	}
-	count(MEMPROF_CNT_SAMPLES);
 	if (!first_id)
 		__sync_val_compare_and_swap(&first_id, 0, id);
 	/* Units: bytes (the malloc host) or words (runtime hosts). */
@@ -448,16 +447,16 @@ __noinline int sample_one(const struct sample_rec *r)
 	err = blocks_insert(id, &b);
 	if (err == BLOCKS_DUPLICATE) {
 		count(MEMPROF_CNT_DUPLICATE_IDS);
-		return 0;
+		return 1;
 	}
 	if (err) {
 		count(err == BLOCKS_BEHIND ? MEMPROF_CNT_DROP_OVERFLOW_BEHIND
 					   : MEMPROF_CNT_DROP_BLOCKS_FULL);
 		untracked_add(id);
-		return 0;
+		return 1;
 	}
 	aggs_add(agg, MEMPROF_VIEW_LIVE, n_samples, est, b.est_objects_q16);
-	return 0;
+	return 1;
 }
 
 /* memprof:sample with seven arguments: one sample, timed by this probe. */
@@ -477,21 +476,27 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_s
 	r.w[MEMPROF_PROBE_REC_STACK_LEN] = stack_len;
 	r.w[MEMPROF_PROBE_REC_INV_RATE_Q16] = inv_rate_q16;
 	r.w[MEMPROF_PROBE_REC_TIME_NS] = bpf_ktime_get_ns();
-	sample_one(&r);
+	if (sample_one(&r))
+		count(MEMPROF_CNT_SAMPLES);
 	return 0;
 }
 
-/* One record of a batched memprof:sample: ctx is the batch's user address. */
+/* A batched memprof:sample: its records' user address, the samples counted. */
+struct samples_walk {
+	__u64 base, samples;
+};
+
+/* One record of a batched memprof:sample. */
 static long on_sample_record(__u32 i, void *ctx)
 {
-	__u64 base = *(__u64 *)ctx;
+	struct samples_walk *w = ctx;
 	struct sample_rec r;
 
-	if (bpf_probe_read_user(&r, sizeof(r), (const void *)(base + (__u64)i * sizeof(r)))) {
+	if (bpf_probe_read_user(&r, sizeof(r), (const void *)(w->base + (__u64)i * sizeof(r)))) {
 		count(MEMPROF_CNT_BAD_EVENTS);
 		return 1; /* the rest is unreadable too */
 	}
-	sample_one(&r);
+	w->samples += sample_one(&r);
 	return 0;
 }
 
@@ -499,7 +504,7 @@ static long on_sample_record(__u32 i, void *ctx)
 SEC("usdt")
 int BPF_USDT(memprof_samples, __u64 records_ptr, __u64 n)
 {
-	__u64 base = records_ptr;
+	struct samples_walk w = {.base = records_ptr};
 
 	if (!is_target())
 		return 0;
@@ -508,7 +513,10 @@ int BPF_USDT(memprof_samples, __u64 records_ptr, __u64 n)
 		count(MEMPROF_CNT_BAD_EVENTS);
 		n = MEMPROF_PROBE_SAMPLES_MAX;
 	}
-	bpf_loop(n, on_sample_record, &base, 0);
+	bpf_loop(n, on_sample_record, &w, 0);
+	/* One atomic add a batch, not one a record. */
+	if (w.samples)
+		__sync_fetch_and_add(&counters[MEMPROF_CNT_SAMPLES], w.samples);
 	return 0;
 }
 
@@ -597,7 +605,6 @@ static __always_inline void on_promote(__u64 id)
 	struct memprof_block_slot *slot;
 	struct memprof_block *b;
 
-	count(MEMPROF_CNT_PROMOTES);
 	b = blocks_find(id, &slot);
 	if (!b) {
 		count_orphan(id, MEMPROF_CNT_ORPHAN_PROMOTES);
@@ -623,7 +630,6 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 	__u64 n, est, obj, alloc_ns;
 	__u32 stack_id;
 
-	count(MEMPROF_CNT_DEALLOCS);
 	b = blocks_find(id, &slot);
 	if (!b) {
 		count_orphan(id, MEMPROF_CNT_ORPHAN_DEALLOCS);
@@ -658,24 +664,33 @@ static __always_inline void on_dealloc(__u64 id, __u64 kind, __u64 death_ns)
 		lifetime_add(stack_id, kind, n, alloc_ns, death_ns);
 }
 
+/* What event_one saw, for the batch's counters: added up as they come
+ * (no branch for the verifier to follow), promotions in the low half. */
+#define EVENT_SEEN_PROMOTE 1ull
+#define EVENT_SEEN_DEALLOC (1ull << 32)
+#define EVENT_SEEN_PROMOTES(seen) ((seen)&0xffffffffull)
+#define EVENT_SEEN_DEALLOCS(seen) ((seen) >> 32)
+
 /* One event of a memprof:events batch (memprof_probe_abi.h).  A global
- * function, verified once on its own, not once per event of a read. */
-__noinline int event_one(__u64 what_id, __u64 death_ns)
+ * function, verified once on its own, not once per event of a read.
+ * Returns EVENT_SEEN_* (0: a bad event): the batch counts promotions and
+ * deaths once. */
+__noinline __u64 event_one(__u64 what_id, __u64 death_ns)
 {
 	switch (MEMPROF_PROBE_EVENT_WHAT(what_id)) {
 	case MEMPROF_PROBE_EV_PROMOTE:
 		on_promote(MEMPROF_PROBE_EVENT_ID(what_id));
-		break;
+		return EVENT_SEEN_PROMOTE;
 	case MEMPROF_PROBE_EV_DEALLOC_MINOR:
 		on_dealloc(MEMPROF_PROBE_EVENT_ID(what_id), MEMPROF_PROBE_KIND_MINOR, death_ns);
-		break;
+		return EVENT_SEEN_DEALLOC;
 	case MEMPROF_PROBE_EV_DEALLOC_MAJOR:
 		on_dealloc(MEMPROF_PROBE_EVENT_ID(what_id), MEMPROF_PROBE_KIND_MAJOR, death_ns);
-		break;
+		return EVENT_SEEN_DEALLOC;
 	default:
 		count(MEMPROF_CNT_BAD_EVENTS);
+		return 0;
 	}
-	return 0;
 }
 
 /*
@@ -685,6 +700,7 @@ __noinline int event_one(__u64 what_id, __u64 death_ns)
 #define EVENTS_READ 8
 struct events_walk {
 	__u64 base, n;
+	__u64 seen; /* the sum of event_one's answers so far */
 };
 
 /* Events [i * EVENTS_READ, + EVENTS_READ) of a memprof:events batch. */
@@ -704,7 +720,7 @@ static long on_events(__u32 i, void *ctx)
 		return 1; /* the rest is unreadable too */
 	}
 	for (k = 0; k < EVENTS_READ && k < n; k++)
-		event_one(ev[k][0], ev[k][1]);
+		w->seen += event_one(ev[k][0], ev[k][1]);
 	return 0;
 }
 
@@ -721,6 +737,11 @@ int BPF_USDT(memprof_events, __u64 events_ptr, __u64 n)
 		w.n = MEMPROF_PROBE_EVENTS_MAX;
 	}
 	bpf_loop((w.n + EVENTS_READ - 1) / EVENTS_READ, on_events, &w, 0);
+	/* One atomic add a batch and kind, not one an event. */
+	if (EVENT_SEEN_PROMOTES(w.seen))
+		__sync_fetch_and_add(&counters[MEMPROF_CNT_PROMOTES], EVENT_SEEN_PROMOTES(w.seen));
+	if (EVENT_SEEN_DEALLOCS(w.seen))
+		__sync_fetch_and_add(&counters[MEMPROF_CNT_DEALLOCS], EVENT_SEEN_DEALLOCS(w.seen));
 	return 0;
 }
 

@@ -191,6 +191,14 @@ Test(attach_trigger, views_match_the_samples_fired_exactly)
 	 * above are exact all the same. */
 	long long events = loader_stat(r.err, "promotes") + loader_stat(r.err, "deallocs");
 	long long batches = loader_stat(r.err, "event_batches");
+	/* The tracer's counts are what the trigger handed it, exactly. */
+	double fired_samples, fired_promotes, fired_deallocs;
+	cr_assert_eq(file_value(r.out, "fired samples", &fired_samples), 0);
+	cr_assert_eq(file_value(r.out, "promotes", &fired_promotes), 0);
+	cr_assert_eq(file_value(r.out, "deallocs", &fired_deallocs), 0);
+	cr_expect_eq(loader_stat(r.err, "samples"), (long long)fired_samples);
+	cr_expect_eq(loader_stat(r.err, "promotes"), (long long)fired_promotes);
+	cr_expect_eq(loader_stat(r.err, "deallocs"), (long long)fired_deallocs);
 	cr_expect_gt(batches, 0);
 	cr_expect_lt(batches * 4, events, "%lld batches for %lld events", batches, events);
 	/* Exactly the sites, each under main: symbolized from .symtab. */

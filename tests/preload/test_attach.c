@@ -113,6 +113,18 @@ static void attach_and_check(enum mode mode)
 	cr_expect_not_null(strstr(loader_log, "orphan_ids 0 "), "%s", loader_log);
 	cr_expect_not_null(strstr(loader_log, "duplicate_ids 0 "), "%s", loader_log);
 	cr_expect_not_null(strstr(loader_log, "dropped 0 "), "%s", loader_log);
+	/* The program exits attached: every sampled block died (a dealloc
+	 * event) or is live in the map, and the counts of batches add up. */
+	const char *stats = strstr(loader_log, "stats:");
+	double samples, deallocs, live_blocks, late_events;
+	cr_assert(stats && text_value(stats, "samples", &samples) == 0 &&
+		      text_value(stats, "deallocs", &deallocs) == 0 &&
+		      text_value(stats, "live_blocks", &live_blocks) == 0 &&
+		      text_value(stats, "late_events", &late_events) == 0,
+		  "no stats line: %s", loader_log);
+	cr_expect_eq(late_events, 0);
+	cr_expect_gt(samples, 0);
+	cr_expect_eq(samples, deallocs + live_blocks, "%s", stats);
 	free(loader_log);
 	free(pid);
 

@@ -157,6 +157,11 @@ static void poll_tracer(void)
 	}
 }
 
+/* Samples handed to memprof:sample. */
+static uint64_t fired_samples;
+/* Events handed to memprof:events, by kind (MEMPROF_PROBE_EV_*). */
+static uint64_t fired_events[4];
+
 static void track(enum site s, uint64_t n, uint64_t size, const uintptr_t *stack, size_t len)
 {
 	int major = s == SITE_MAJOR;
@@ -174,12 +179,14 @@ static void track(enum site s, uint64_t n, uint64_t size, const uintptr_t *stack
 	memprof_probe_control.samples++;
 	stats[s].samples += n;
 	stats[s].est_bytes += (n * inv_rate_q16 * 8) >> MEMPROF_PROBE_RATE_SHIFT;
-	if (memprof_sample_semaphore)
+	if (memprof_sample_semaphore) {
+		fired_samples++;
 		STAP_PROBE7(memprof, sample, id, size, n,
 			    MEMPROF_PROBE_KIND_SOURCE(major ? MEMPROF_PROBE_KIND_MAJOR
 							    : MEMPROF_PROBE_KIND_MINOR,
 						      MEMPROF_PROBE_SRC_NORMAL),
 			    (uintptr_t)stack, len, inv_rate_q16);
+	}
 }
 
 /* Allocate one block of site s; called from the site functions. */
@@ -239,6 +246,14 @@ static uint64_t *held;
 static size_t n_held, cap_held;
 static unsigned held_collections;
 
+/* Fire memprof:events with n events at ev, counted by kind. */
+static void events_fire(const uint64_t *ev, uint64_t n)
+{
+	STAP_PROBE2(memprof, events, (uintptr_t)ev, n);
+	for (uint64_t i = 0; i < n; i++)
+		fired_events[MEMPROF_PROBE_EVENT_WHAT(ev[2 * i])]++;
+}
+
 static void events_flush(void)
 {
 	if (held_file && n_events) {
@@ -253,7 +268,7 @@ static void events_flush(void)
 		memcpy(held + n_held, events, 2 * n_events * sizeof(*events));
 		n_held += 2 * n_events;
 	} else if (n_events && memprof_events_semaphore) {
-		STAP_PROBE2(memprof, events, (uintptr_t)events, n_events);
+		events_fire(events, n_events);
 	}
 	n_events = 0;
 }
@@ -267,7 +282,7 @@ static void held_fire(void)
 		if (n > MEMPROF_PROBE_EVENTS_MAX)
 			n = MEMPROF_PROBE_EVENTS_MAX;
 		if (memprof_events_semaphore)
-			STAP_PROBE2(memprof, events, (uintptr_t)(held + i), n);
+			events_fire(held + i, n);
 	}
 	n_held = 0;
 }
@@ -490,5 +505,11 @@ int main(int argc, char **argv)
 		       (unsigned long long)stats[s].sampled_words,
 		       (unsigned long long)stats[s].samples,
 		       (unsigned long long)stats[s].est_bytes);
+	/* What the tracer was handed: its counts must be these, exactly. */
+	printf("fired samples %llu promotes %llu deallocs %llu\n",
+	       (unsigned long long)fired_samples,
+	       (unsigned long long)fired_events[MEMPROF_PROBE_EV_PROMOTE],
+	       (unsigned long long)(fired_events[MEMPROF_PROBE_EV_DEALLOC_MINOR] +
+				    fired_events[MEMPROF_PROBE_EV_DEALLOC_MAJOR]));
 	return 0;
 }
