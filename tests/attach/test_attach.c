@@ -85,6 +85,14 @@ static void run_attached_iters(struct run *r, const char *bin, const char *iters
 			       "--ready-file", ready, "--all-views", r->views, extra,
 			       extra_val,      NULL};
 	r->rc = loader_run(r->err, largs);
+	if (access(ready, F_OK) != 0) {
+		/* The loader never got ready: the trigger would wait for it in vain. */
+		kill(t, SIGKILL);
+		wait_exit(t);
+		char *log = read_file(r->err);
+		cr_assert_fail("the loader exited (%d) before it was ready: %.2000s", r->rc,
+			       log ? log : "");
+	}
 	cr_assert_eq(wait_exit(t), 0, "trigger failed");
 	cr_assert_eq(site_table_read_lines(r->out, &r->trigger), 0);
 	read_views(r);
