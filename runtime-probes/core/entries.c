@@ -47,7 +47,8 @@
 /* Shrink the array when less than 1/TABLE_SHRINK_RATIO of it is used. */
 #define TABLE_SHRINK_RATIO 4
 
-static atomic_uint_fast64_t next_id = 1;
+/* The next id; locked (every id is taken under the core's mutex). */
+static uint64_t next_id = 1;
 
 static int entries_grow(void)
 {
@@ -89,7 +90,7 @@ size_t entries_new(void)
 uint64_t entries_take_id(void)
 {
 	memprof_core.stats.samples++;
-	return atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+	return next_id++;
 }
 
 void entry_drop_profile(struct entry *e)

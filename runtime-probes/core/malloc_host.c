@@ -206,6 +206,21 @@ int memprof_track_malloc(memprof_value block, size_t bytes, size_t n_samples, in
 	return err;
 }
 
+int memprof_handle_runs_no_callback(uint64_t handle)
+{
+	return (handle & TRACER_HANDLE_TAG) != 0;
+}
+
+void memprof_host_fork_lock(void)
+{
+	pthread_mutex_lock(&memprof_core.lock);
+}
+
+void memprof_host_fork_unlock(void)
+{
+	pthread_mutex_unlock(&memprof_core.lock);
+}
+
 void memprof_block_freed(uint64_t handle)
 {
 	struct thread_state *ts = &memprof_ts;

@@ -171,6 +171,20 @@ void memprof_capture_from(uintptr_t ra, uintptr_t sp, uintptr_t fp);
  */
 void memprof_block_freed(uint64_t handle);
 /*
+ * Nonzero when memprof_block_freed(handle) runs no callback: it takes the
+ * core's mutex (memprof_host_fork_lock) and nothing else, so a host that
+ * keeps its other locks (the unwinder's) away from fork may call it
+ * without them.  A tracer-only block's handle is one.
+ */
+int memprof_handle_runs_no_callback(uint64_t handle);
+/*
+ * fork, for hosts that call into the core from threads fork does not wait
+ * for: the prepare handler locks the core's mutex (after the host's own
+ * locks), the parent's and the child's handlers unlock it.
+ */
+void memprof_host_fork_lock(void);
+void memprof_host_fork_unlock(void);
+/*
  * End of a young epoch: every young tracked block still alive is promoted.
  * Runs the promote callbacks (and anything else pending) now; errors are
  * dropped.

@@ -197,3 +197,53 @@ Test(attach, a_traced_process_forks_an_untraced_child)
 {
 	attach_and_check(FORK_TRACED);
 }
+
+/*
+ * A traced process forks while three threads free sampled blocks: a death
+ * takes the core's mutex without the core gate, so fork must take that
+ * mutex itself.  Every child frees blocks it inherited and allocates past
+ * its first slow path (the tracer is gone there: the core takes its
+ * mutex); one left held would hang it, and its watchdog fails it.
+ */
+Test(attach, a_traced_process_forks_while_its_threads_free_sampled_blocks)
+{
+	char dir[] = "/tmp/preload-fork-busy-XXXXXX";
+	char ready[64], out[64], err[64], lerr[64], folded[64];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(lerr, sizeof(lerr), "%s/loader.err", dir);
+	snprintf(folded, sizeof(folded), "%s/alloc.folded", dir);
+	const char *argv[] = {preload_prog("fork_busy"), ready, NULL};
+	pid_t prog = spawn_program(argv, NULL, 1, out, err);
+	cr_assert_eq(wait_nonempty_file(ready, READY_TIMEOUT_S), 0, "the program never started");
+	char *pid = read_file(ready);
+	cr_assert_not_null(pid);
+	pid[strcspn(pid, "\n")] = 0;
+	/* A high rate: many sampled blocks die while the forks happen. */
+	const char *largs[] = {LOADER, "attach", pid, "-v", "--rate", "0.05", "-o", folded, NULL};
+	pid_t loader = spawn_program(largs, NULL, 0, "/dev/null", lerr);
+	int lstatus = wait_program(loader);
+	int pstatus = wait_program(prog);
+	char *text = read_file(out), *loader_log = read_file(lerr);
+	cr_assert(WIFEXITED(pstatus) && WEXITSTATUS(pstatus) == 0, "program status %#x", pstatus);
+	cr_assert(WIFEXITED(lstatus) && WEXITSTATUS(lstatus) == 0, "loader status %#x: %s", lstatus,
+		  loader_log ? loader_log : "");
+	double forks, failures, allocs;
+	cr_assert(text && text_value(text, "forks", &forks) == 0 &&
+		      text_value(text, "failures", &failures) == 0 &&
+		      text_value(text, "worker_allocs", &allocs) == 0,
+		  "%s", text ? text : "");
+	cr_expect_gt(forks, 0);
+	cr_expect_eq(failures, 0, "%.0f of %.0f children hung or failed", failures, forks);
+	cr_expect_gt(allocs, 0);
+	cr_expect_not_null(strstr(loader_log, "orphan_ids 0 "), "%s", loader_log);
+	free(text);
+	free(loader_log);
+	free(pid);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_expect_eq(system(cmd), 0);
+}

@@ -146,6 +146,13 @@ void sampler_handle_freed(struct preload_thread *t, uint64_t handle)
 {
 	if (!preload_profiler_usable())
 		return;
+	if (memprof_handle_runs_no_callback(handle)) {
+		/* Only the core's mutex, which fork takes too: no gate. */
+		preload_enter(t);
+		memprof_block_freed(handle);
+		preload_leave(t);
+		return;
+	}
 	preload_enter_core(t);
 	memprof_block_freed(handle);
 	preload_leave_core(t);

@@ -90,10 +90,13 @@ static void fork_prepare(void)
 	if (fork_holds_gate)
 		pthread_rwlock_wrlock(&core_gate);
 	sampled_blocks_lock_all();
+	/* A tracer-only death takes the core's mutex without the gate. */
+	memprof_host_fork_lock();
 }
 
 static void fork_parent(void)
 {
+	memprof_host_fork_unlock();
 	sampled_blocks_unlock_all();
 	if (fork_holds_gate)
 		pthread_rwlock_unlock(&core_gate);
@@ -104,6 +107,7 @@ static void fork_child(void)
 {
 	struct preload_thread *t = &preload_self;
 
+	memprof_host_fork_unlock();
 	sampled_blocks_reinit_locks();
 	frames_fork_child();
 	flusher_fork_child();
