@@ -25,9 +25,11 @@ import sys
 # it leaves out); callgrind names, no file.
 PARTS = [
     ("call stack (unwinder, dropping the profiler's frames)", ["callstack_capture"], []),
-    ("entry, handle, queued record (sample_new_locked)", ["sample_new_locked"], []),
-    ("memprof_track_malloc's own (core mutex, stack buffer, rate)", ["memprof_track_malloc"],
-     ["callstack_capture", "sample_new_locked"]),
+    ("entry, handle, queued record (sample_new_locked: an in-process profile's samples)",
+     ["sample_new_locked"], []),
+    ("queued record of a tracer-only sample (probe_fire_sample)", ["probe_fire_sample"], []),
+    ("memprof_track_malloc's own (core mutex, id, young list, stack buffer, rate)",
+     ["memprof_track_malloc"], ["callstack_capture", "sample_new_locked", "probe_fire_sample"]),
     ("slow path: countdown, draws, epochs, tracer poll, core gate", ["sampler_countdown_expired"],
      []),
     ("sampled-block table: insert", ["sampled_blocks_insert"], []),
