@@ -195,15 +195,16 @@ def t2(work):
     return " ".join(out)
 
 
-def psc_ns(work):
-    """The preload micro-benchmark's ns per sample with a call stack, or None."""
+def fake_tracer_ir(work):
+    """Instructions of the in-process part of a traced malloc sample (the
+    "in all" line of sample_split.py's table, t2-fake-split.md), or None."""
+    import re
     try:
-        for line in open(os.path.join(work, "t2-psc.out")):
-            if line.startswith("sample_ns_with_stack "):
-                return float(line.split()[1])
+        text = open(os.path.join(work, "t2-fake-split.md")).read()
     except OSError:
-        pass
-    return None
+        return None
+    m = re.search(r"\*\*in all\*\*[^|]*\| \*\*([\d,]+)\*\*", text)
+    return float(m.group(1).replace(",", "")) if m else None
 
 
 # Issue 24's targets, stated against this run's figures.
@@ -261,18 +262,21 @@ def t2_targets(mm, ns, ns_rounds):
         w = (f"on the {host}, the BPF programs take {kernel:,.0f} ns of each sample by the"
              f" kernel's own accounting ({per_sample:,.0f} ns for the sample, {per_event:,.0f}"
              f" ns an event, {events:.2f} events a sample)")
-        psc = psc_ns(work) if label == "mm" else None
-        if psc is not None:
-            w += (f", the in-process sample {psc:,.0f} ns by the preload's micro-benchmark"
-                  f" (the draw, the call stack, the core's entry and the sampled-block table)")
-            rest = v - kernel - psc
+        rest = v - kernel
+        if label == "mm":
+            w += (f", and the other {rest:,.0f} ns are the process's own work for the sample:"
+                  f" the draw, the call stack, the record, the sampled-block table and the"
+                  f" free of a sampled block")
+            ir = fake_tracer_ir(work)
+            if ir is not None:
+                w += f" ({ir:,.0f} instructions, by callgrind with a fake tracer, above)"
+            w += (", the batches' uprobe hits and the cache misses an instruction count"
+                  " does not see")
         else:
-            rest = v - kernel
-        w += (f", and the other {rest:,.0f} ns are the rest of the process's work for the"
-              f" sample (" + ("the in-process sampling and the record's call stack, "
-                              if psc is None else "the free of a sampled block, ") +
-              "the batches' uprobe hits) and the cache misses that separate"
-              " measurements do not see")
+            w += (f", and the other {rest:,.0f} ns are the rest of the process's work for the"
+                  f" sample (the in-process sampling and the record's call stack, the"
+                  f" batches' uprobe hits) and the cache misses that separate measurements"
+                  f" do not see")
         why.append(w)
     r4 = ratio(mm, "attached-1e-4", "detached", "values.work_cpu_ns")
     if r4:

@@ -166,12 +166,38 @@ if [ -x "$PSC" ] && [ -e "$PRELOAD" ]; then
 	psc_with=$(sed -n 's/^sample_ns_with_stack //p' "$WORK/t2-psc.out")
 	psc_depth=$(sed -n 's/^depth \([0-9]*\).*/\1/p' "$WORK/t2-psc.out")
 	if [ -n "$psc_without" ] && [ -n "$psc_with" ]; then
-		psc_line="In-process part in the malloc host, from the preload's own micro-benchmark (build/bench/preload-sample-cost: fastest of 5 interleaved rounds of its own timing, a call stack $psc_depth frames deep): $psc_without ns per sample without a call stack, $psc_with ns with one (callbacks included)."
+		psc_line="In-process part in the malloc host, from the preload's own micro-benchmark (build/bench/preload-sample-cost: fastest of 5 interleaved rounds of its own timing, a call stack $psc_depth frames deep): $psc_without ns per sample without a call stack, $psc_with ns with one (an in-process profile's sample: its entry and callbacks included; a traced sample with no profile takes neither)."
 	else
 		psc_line="In-process part in the malloc host: $(na "preload-sample-cost printed no figures: $(tail -n 1 "$WORK/t2-psc.out")")."
 	fi
 else
 	psc_line="In-process part in the malloc host: $(na "build/bench/preload-sample-cost or the preload is not built")."
+fi
+
+# The in-process part of a traced malloc sample, in instructions: mallocmix
+# with --fake-tracer (the host samples, unwinds and queues as when traced;
+# its probe sites are bare nops) against detached, both under callgrind
+# (bench/lib/sample_split.py; fixed seed, so both runs draw the same points).
+SPLIT_N=200000
+split_md=$WORK/t2-fake-split.md
+rm -f "$split_md"
+split_cell=""
+if [ -n "$mm_missing" ]; then
+	split_cell=$(na "$mm_missing")
+elif ! command -v valgrind >/dev/null; then
+	split_cell=$(na "valgrind is not installed")
+else
+	log "table 2: the in-process part of a traced sample under callgrind"
+	for m in detached fake; do
+		extra=""
+		[ $m = fake ] && extra="--fake-tracer 1e-3"
+		MEMPROF_SEED=1 LD_PRELOAD=$(realpath "$PRELOAD") valgrind --tool=callgrind \
+			--callgrind-out-file="$WORK/t2-split-$m.cg" --collect-atstart=no \
+			--toggle-collect=run_work "$MM" --iterations $SPLIT_N $extra >/dev/null 2>&1
+	done
+	python3 bench/lib/sample_split.py "$WORK/t2-split-detached.cg" "$WORK/t2-split-fake.cg" \
+		>"$split_md" 2>"$WORK/t2-split.err" ||
+		{ split_cell=$(na "sample_split.py: $(tail -n 1 "$WORK/t2-split.err")"); rm -f "$split_md"; }
 fi
 
 # The kernel side alone, from the kernel's own accounting: one more run
@@ -263,6 +289,14 @@ for prog in $REAL_PROGS; do
 done
 echo
 echo "$psc_line"
+echo
+echo "The in-process part of a traced malloc sample, in instructions (build/bench/mallocmix"
+echo "--iterations $SPLIT_N --fake-tracer 1e-3 under the preload: it raises the preload's"
+echo "semaphores itself, so the host samples, unwinds and queues its records as when traced and"
+echo "its probe sites are bare nops; callgrind, collecting inside the work only, against the same"
+echo "run detached; MEMPROF_SEED=1; bench/lib/sample_split.py):"
+echo
+if [ -s "$split_md" ]; then cat "$split_md"; else echo "$split_cell"; fi
 echo
 echo "$bpf_line"
 echo
