@@ -38,9 +38,10 @@
  * The young tracer-only samples of the current epoch, behind the core
  * lock.  ids[0, n) ascending (ids are taken under the lock, in order),
  * the bits of TRACER_YOUNG_DEAD aside: it is set once that block died (it
- * keeps its place for the search).  Invariants: n <= cap; every young
- * tracer-only handle of generation gen taken since the last epoch end has
- * its id in ids[0, n) until the block dies; gen only grows.
+ * keeps its place for the search).  Invariants: n <= cap; the id of every
+ * young tracer-only handle of generation gen taken since the last epoch end
+ * is in ids[0, n), its TRACER_YOUNG_DEAD bit set iff the block died; gen
+ * only grows.
  */
 static struct tracer_young {
 	uint64_t *ids;
