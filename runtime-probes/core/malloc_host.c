@@ -102,15 +102,19 @@ static uint64_t track_for_tracer_locked(size_t bytes, size_t n_samples, int majo
 					const struct rate *r)
 {
 	uint64_t id = entries_take_id();
-	int young = !major && id <= TRACER_HANDLE_ID_MASK && tracer_young_add(id) == 0;
+
+	if (id > TRACER_HANDLE_ID_MASK) {
+		/* No handle could tell its death: not sampled at all. */
+		probe_count_dropped();
+		return 0;
+	}
+	int young = !major && tracer_young_add(id) == 0;
 
 	/* Young it could not be remembered as, it is reported major: its
 	 * promotion cannot be told. */
 	probe_fire_sample(id, bytes ? bytes : 1, n_samples,
 			  young ? MEMPROF_PROBE_KIND_MINOR : MEMPROF_PROBE_KIND_MAJOR,
 			  MEMPROF_SRC_NORMAL, stack, stack_len, r->lambda / 8, 1);
-	if (id > TRACER_HANDLE_ID_MASK)
-		return 0;
 	return TRACER_HANDLE_TAG | (young ? TRACER_HANDLE_YOUNG : 0) |
 	       (tracer_young.gen & TRACER_HANDLE_GEN_MASK) << TRACER_HANDLE_GEN_SHIFT | id;
 }
@@ -172,9 +176,10 @@ int memprof_track_malloc(memprof_value block, size_t bytes, size_t n_samples, in
 
 	pthread_mutex_lock(&memprof_core.lock);
 	if (!memprof_core.sampling) {
-		/* Traced (rate_read gave a rate), no profile: no entry. */
+		/* No profile: no entry.  Only for the tracer the last poll saw
+		 * (its generation goes into the handle), while still attached. */
 		uint64_t h =
-		    SEMAPHORE_UP(memprof_sample_semaphore)
+		    memprof_core.tracer_on && SEMAPHORE_UP(memprof_sample_semaphore)
 			? track_for_tracer_locked(bytes, n_samples, major, sb.buf, sb.len, &r)
 			: 0;
 		if (handle_out)

@@ -167,7 +167,9 @@ void memprof_capture_from(uintptr_t ra, uintptr_t sp, uintptr_t fp);
  * The tracked block with this handle was freed.  Runs its dealloc callback
  * now (if its previous callback still runs on another thread, that thread
  * runs the dealloc right after it); the callback's error is dropped.  A
- * handle of 0 or of a block already freed is ignored.
+ * handle of 0 or of a block already freed is ignored, except a tracer-only
+ * block's (memprof_handle_runs_no_callback), which the host must free once:
+ * a second free would report a second death.
  */
 void memprof_block_freed(uint64_t handle);
 /*
@@ -179,8 +181,10 @@ void memprof_block_freed(uint64_t handle);
 int memprof_handle_runs_no_callback(uint64_t handle);
 /*
  * fork, for hosts that call into the core from threads fork does not wait
- * for: the prepare handler locks the core's mutex (after the host's own
- * locks), the parent's and the child's handlers unlock it.
+ * for: the prepare handler locks the core's mutex, the parent's and the
+ * child's handlers unlock it.  The core frees memory while it holds the
+ * mutex, which can take the host's own allocator locks: lock the mutex
+ * before them and unlock it after.
  */
 void memprof_host_fork_lock(void);
 void memprof_host_fork_unlock(void);

@@ -131,15 +131,16 @@ static void fork_prepare(void)
 	fork_holds_gate = t->core_depth == 0;
 	if (fork_holds_gate)
 		pthread_rwlock_wrlock(&core_gate);
-	sampled_blocks_lock_all();
-	/* A tracer-only death takes the core's mutex without the gate. */
+	/* A tracer-only death takes the core's mutex without the gate.  The
+	 * core may take a shard lock under its mutex (its frees): mutex first. */
 	memprof_host_fork_lock();
+	sampled_blocks_lock_all();
 }
 
 static void fork_parent(void)
 {
-	memprof_host_fork_unlock();
 	sampled_blocks_unlock_all();
+	memprof_host_fork_unlock();
 	if (fork_holds_gate)
 		pthread_rwlock_unlock(&core_gate);
 	preload_leave(&preload_self);
@@ -149,8 +150,8 @@ static void fork_child(void)
 {
 	struct preload_thread *t = &preload_self;
 
-	memprof_host_fork_unlock();
 	sampled_blocks_reinit_locks();
+	memprof_host_fork_unlock();
 	flusher_fork_child();
 	got_fork_child();
 	core_gate = (pthread_rwlock_t)CORE_GATE_INIT;

@@ -255,9 +255,10 @@ static inline void preload_leave(struct preload_thread *t)
 
 /*
  * The core gate: a reader-writer lock every call into the core holds (as a
- * reader, taken once per thread however deeply calls nest).  fork takes it
- * as the writer, so no thread is inside the core (holding its mutex, or the
- * unwinder's locks) when the child is made.
+ * reader, taken once per thread however deeply calls nest), but a
+ * tracer-only block's death, which takes the core's mutex alone.  fork takes
+ * the gate as the writer, then the core's mutex, so no thread is inside the
+ * core (holding its mutex, or the unwinder's locks) when the child is made.
  */
 void core_gate_read_lock(void);
 void core_gate_unlock(void);
