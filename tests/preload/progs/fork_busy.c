@@ -23,12 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memprof_probe_abi.h"
+#include "tracer_wait.h"
 
-/* Exported by the preload (the core linked into it). */
-extern struct memprof_probe_control memprof_probe_control;
-
-#define TRACER_WAIT_SECONDS 60
 #define CHILD_WATCHDOG_SECONDS 20
 #define FORKS 200
 #define WORKERS 3
@@ -71,24 +67,6 @@ static int child_work(void)
 	return 0;
 }
 
-static int wait_for_tracer(void)
-{
-	const struct timespec pause = {0, 1000000};
-
-	for (long i = 0; i < TRACER_WAIT_SECONDS * 1000L; i++) {
-		if (__atomic_load_n(&memprof_probe_control.flags, __ATOMIC_ACQUIRE) &
-		    MEMPROF_PROBE_F_TRACER)
-			return 0;
-		/* Allocations reach the poll (every 1 MiB while not sampling). */
-		for (int k = 0; k < 16; k++) {
-			sink = malloc(65536);
-			free(sink);
-		}
-		nanosleep(&pause, NULL);
-	}
-	return -1;
-}
-
 int main(int argc, char **argv)
 {
 	pthread_t workers[WORKERS];
@@ -99,15 +77,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fork_busy READY_FILE [FORKS]\n");
 		return 2;
 	}
-	FILE *ready = fopen(argv[1], "w");
-	if (!ready || fprintf(ready, "%d\n", (int)getpid()) < 0 || fclose(ready) != 0) {
-		fprintf(stderr, "fork_busy: cannot write %s\n", argv[1]);
-		return 2;
-	}
-	if (wait_for_tracer() != 0) {
-		fprintf(stderr, "fork_busy: no tracer attached\n");
-		return 1;
-	}
+	int waited = tracer_ready_and_wait("fork_busy", argv[1]);
+	if (waited != 0)
+		return waited == -1 ? 2 : 1;
 	for (unsigned w = 0; w < WORKERS; w++)
 		if (pthread_create(&workers[w], NULL, work, (void *)(uintptr_t)w) != 0) {
 			fprintf(stderr, "fork_busy: cannot start a thread\n");

@@ -22,13 +22,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "memprof_probe_abi.h"
+#include "tracer_wait.h"
 
-/* Exported by the preload (the core linked into it). */
-extern struct memprof_probe_control memprof_probe_control;
-
-/* Seconds to wait for a tracer before giving up. */
-#define TRACER_WAIT_SECONDS 60
 #define LONG_KEPT 4096
 #define BIG_BYTES (256 * 1024)
 #define MEDIUM_RING 512
@@ -88,24 +83,6 @@ __attribute__((noinline)) void site_medium_lived(size_t i)
 	live[3] += words_of(4096);
 }
 
-static int wait_for_tracer(void)
-{
-	const struct timespec pause = {0, 1000000};
-
-	for (long i = 0; i < TRACER_WAIT_SECONDS * 1000L; i++) {
-		if (__atomic_load_n(&memprof_probe_control.flags, __ATOMIC_ACQUIRE) &
-		    MEMPROF_PROBE_F_TRACER)
-			return 0;
-		/* Allocations reach the poll (every 1 MiB while not sampling). */
-		for (int k = 0; k < 16; k++) {
-			sink = malloc(65536);
-			free(sink);
-		}
-		nanosleep(&pause, NULL);
-	}
-	return -1;
-}
-
 /* A child of the traced process: allocate, then report the control block. */
 static int traced_child(void)
 {
@@ -161,15 +138,9 @@ int main(int argc, char **argv)
 			return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 		}
 	}
-	FILE *ready = fopen(argv[1], "w");
-	if (!ready || fprintf(ready, "%d\n", (int)getpid()) < 0 || fclose(ready) != 0) {
-		fprintf(stderr, "sites: cannot write %s\n", argv[1]);
-		return 2;
-	}
-	if (wait_for_tracer() != 0) {
-		fprintf(stderr, "sites: no tracer attached\n");
-		return 1;
-	}
+	int waited = tracer_ready_and_wait("sites", argv[1]);
+	if (waited != 0)
+		return waited == -1 ? 2 : 1;
 	if (fork_traced && traced_child() != 0)
 		return 1;
 	for (long i = 0; i < rounds; i++) {

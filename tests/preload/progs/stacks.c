@@ -32,10 +32,8 @@
 
 #include "memprof.h"
 #include "memprof_probe_abi.h"
+#include "tracer_wait.h"
 
-extern struct memprof_probe_control memprof_probe_control;
-
-#define TRACER_WAIT_SECONDS 60
 #define MANY_LEVELS 16
 #define MANY_BYTES 8192
 #define DEEP_MAX 200
@@ -43,28 +41,6 @@ extern struct memprof_probe_control memprof_probe_control;
 
 static void *volatile sink;
 static volatile unsigned long side;
-
-static int ready_and_wait(const char *ready)
-{
-	FILE *f = fopen(ready, "w");
-	struct timespec pause = {0, 1000000};
-
-	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f))
-		return -1;
-	for (long i = 0; i < TRACER_WAIT_SECONDS * 1000L; i++) {
-		if (__atomic_load_n(&memprof_probe_control.flags, __ATOMIC_ACQUIRE) &
-		    MEMPROF_PROBE_F_TRACER)
-			return 0;
-		/* Allocations reach the poll (every 1 MiB while not sampling). */
-		for (int k = 0; k < 16; k++) {
-			sink = malloc(65536);
-			free(sink);
-		}
-		nanosleep(&pause, NULL);
-	}
-	fprintf(stderr, "stacks: no tracer within %d s\n", TRACER_WAIT_SECONDS);
-	return -1;
-}
 
 /* ---- many: 2^16 distinct stacks ---- */
 
@@ -241,7 +217,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: stacks many|deep READY ROUNDS | sizes READY | seed N\n");
 		return 2;
 	}
-	if (ready_and_wait(argv[2]))
+	if (tracer_ready_and_wait("stacks", argv[2]))
 		return 3;
 	if (!strcmp(argv[1], "many") && argc >= 4 && argc <= 6)
 		run_many(strtoul(argv[3], NULL, 0), argc >= 5 ? strtoul(argv[4], NULL, 0) : 0,
