@@ -96,44 +96,61 @@ def run(stopfile):
     print("done", rounds, flush=True)
 
 
-def loop_records(stopfile, counts):
-    while not os.path.exists(stopfile):
+# One call a round: each thread waits at the barrier for the others.  Free
+# running threads made rounds of the slowest one, whose turn at the GIL could
+# take seconds (make_buffers' thread, page faulting in malloc as glibc trims
+# and grows its arena every call, kept the GIL for most of each interval).
+def next_call(stopfile, barrier, calls):
+    """False when the thread stops (then every thread stops)."""
+    import threading
+
+    try:
+        if calls:
+            barrier.wait()
+    except threading.BrokenBarrierError:
+        return False
+    if os.path.exists(stopfile):
+        barrier.abort()
+        return False
+    calls.append(1)
+    return True
+
+
+def loop_records(stopfile, barrier, calls):
+    while next_call(stopfile, barrier, calls):
         keep_records()
-        counts[0] += 1
 
 
-def loop_buffers(stopfile, counts):
-    while not os.path.exists(stopfile):
+def loop_buffers(stopfile, barrier, calls):
+    while next_call(stopfile, barrier, calls):
         make_buffers()
-        counts[1] += 1
 
 
-def loop_strings(stopfile, counts):
-    while not os.path.exists(stopfile):
+def loop_strings(stopfile, barrier, calls):
+    while next_call(stopfile, barrier, calls):
         make_strings()
-        counts[2] += 1
 
 
 def threads(stopfile):
-    """Prints "round N" each time every thread has done N more calls."""
+    """Prints "round N" each time every thread has done one more call."""
     import threading
-    import time
 
-    counts = [0, 0, 0]
     loops = (loop_records, loop_buffers, loop_strings)
-    workers = [threading.Thread(target=f, args=(stopfile, counts)) for f in loops]
+    rounds = [0]
+
+    def round_done():
+        rounds[0] += 1
+        print("round", rounds[0], flush=True)
+
+    barrier = threading.Barrier(len(loops), action=round_done)
+    calls = [[] for f in loops]
+    workers = [threading.Thread(target=f, args=(stopfile, barrier, c)) for f, c in zip(loops, calls)]
     for w in workers:
         w.start()
     print("ready", os.getpid(), flush=True)
-    done = 0
-    while any(w.is_alive() for w in workers):
-        if min(counts) > done:
-            done = min(counts)
-            print("round", done, flush=True)
-        time.sleep(0.01)
     for w in workers:
         w.join()
-    print("done", *[c > 0 for c in counts], flush=True)
+    print("done", *[len(c) > 0 for c in calls], flush=True)
 
 
 def unhooked_child(own):
