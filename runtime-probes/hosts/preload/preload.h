@@ -54,7 +54,7 @@
 /* Size of the arena, bytes.  Only dlsym's own allocations land there. */
 #define BOOTSTRAP_ARENA_BYTES ((size_t)256 * 1024)
 
-extern unsigned char bootstrap_arena[BOOTSTRAP_ARENA_BYTES];
+extern PRELOAD_HIDDEN unsigned char bootstrap_arena[BOOTSTRAP_ARENA_BYTES];
 /* Bump-allocate, aligned to align rounded up to a power of two (at least
  * 16).  NULL (errno ENOMEM): no room. */
 void *bootstrap_alloc(size_t size, size_t align);
