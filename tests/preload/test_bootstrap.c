@@ -89,3 +89,17 @@ Test(bootstrap, concurrent_blocks_do_not_overlap)
 	for (int i = 1; i < RACERS * PER_RACER; i++)
 		cr_assert((char *)all[i] >= (char *)all[i - 1] + 32, "blocks overlap");
 }
+
+/* free tests the sampled-block filter only: an arena block must hold its slot
+ * while it lives, and give it back when freed. */
+Test(bootstrap, blocks_hold_their_filter_slot_while_live)
+{
+	void *a = bootstrap_alloc(24, 0);
+
+	cr_assert_not_null(a);
+	cr_expect(sampled_blocks_may_contain(a), "a live arena block is not in the filter");
+	cr_expect_gt(preload_free_gate, 0);
+	bootstrap_release(a);
+	cr_expect(!sampled_blocks_may_contain(a), "a freed arena block is still in the filter");
+	cr_expect_eq(preload_free_gate, 0);
+}

@@ -2,7 +2,9 @@
  * Bootstrap arena: the blocks handed out before the next allocator is known
  * (dlsym may allocate while we look malloc up).  Bump allocation, never
  * reused; free ignores these blocks and realloc copies them out.  The
- * requested size sits in the word before each block.
+ * requested size sits in the word before each block.  A block not yet freed
+ * holds the free gate and its slot of the sampled-block filter
+ * (sampled_blocks.c), which is how free tells it from the next allocator's.
  */
 #include <errno.h>
 
@@ -45,6 +47,7 @@ void *bootstrap_alloc(size_t size, size_t align)
 	size_t *size_word = (size_t *)(void *)(bootstrap_arena + start - sizeof(size_t));
 	*size_word = size;
 	atomic_fetch_add_explicit(&preload_free_gate, 1, memory_order_relaxed);
+	sampled_filter_hold(bootstrap_arena + start, +1);
 	return bootstrap_arena + start;
 }
 
@@ -55,6 +58,6 @@ size_t bootstrap_block_size(const void *p)
 
 void bootstrap_release(const void *p)
 {
-	(void)p;
+	sampled_filter_hold(p, -1);
 	atomic_fetch_sub_explicit(&preload_free_gate, 1, memory_order_relaxed);
 }

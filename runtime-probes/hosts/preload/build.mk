@@ -75,8 +75,10 @@ $(PRELOAD_TEST_DIR)/progs/libearly.so: tests/preload/libs/early_lib.c
 	$(CC) -std=c11 $(WARN) -O1 -g -fPIC -shared -o $@ $<
 
 # ---- Test settings (tests/build.mk) ----
-# test_bootstrap unit-tests the bootstrap arena object on its own; the others
+# test_bootstrap unit-tests the bootstrap arena object (with the sampled-block
+# filter it holds its blocks in); the others
 # run the programs above (and the loader) under the preload.
 EXTRA_CFLAGS_tests/preload/ := -DPRELOAD_BUILD_DIR='"$(BUILD)"' -I$(PRELOAD_DIR) -Ibpf
-TEST_LIBS_preload := $(BUILD)/obj/$(PRELOAD_DIR)/bootstrap_arena.o
+TEST_LIBS_preload := $(BUILD)/obj/$(PRELOAD_DIR)/bootstrap_arena.o \
+	$(BUILD)/obj/$(PRELOAD_DIR)/sampled_blocks.o
 TEST_NEEDS_preload = $(PRELOAD_SO) $(PRELOAD_PROGS) $(LOADER)

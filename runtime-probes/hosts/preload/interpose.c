@@ -126,7 +126,7 @@ PRELOAD_EXPORT void *calloc(size_t n, size_t size)
 	return alloc(ALLOC_CALLOC, bytes, 0);
 }
 
-/* The free gate is up, and p may be an arena block or a sampled one. */
+/* The free gate is up, and the filter says p may be an arena block or a sampled one. */
 static __attribute__((noinline)) void free_checked(void *p)
 {
 	if (!p)
@@ -142,13 +142,15 @@ static __attribute__((noinline)) void free_checked(void *p)
 /*
  * With the free gate up (a tracer's samples are live), every free of the
  * program asks the filter: inline, a dozen instructions and no call, since
- * it runs about a hundred times a sample at 1e-4.  NULL needs no test of
- * its own: a false hit of the filter goes to free_checked, which has it.
+ * it runs about a hundred times a sample at 1e-4.  The filter holds the
+ * bootstrap arena's blocks too, so the arena's bounds are tested on a hit
+ * only.  NULL needs no test of its own: a false hit of the filter goes to
+ * free_checked, which has it.
  */
 PRELOAD_EXPORT void free(void *p)
 {
 	if (PRELOAD_UNLIKELY(atomic_load_explicit(&preload_free_gate, memory_order_relaxed)) &&
-	    PRELOAD_UNLIKELY(sampled_blocks_may_contain(p) || bootstrap_owns(p))) {
+	    PRELOAD_UNLIKELY(sampled_blocks_may_contain(p))) {
 		free_checked(p);
 		return;
 	}

@@ -150,7 +150,8 @@ extern PRELOAD_HIDDEN _Atomic uint32_t preload_free_gate;
 
 /*
  * The filter: 2^SAMPLED_FILTER_BITS slots, each with a count of the sampled
- * live blocks whose address hashes to it (sampled_blocks.c) and one bit,
+ * live blocks (and live bootstrap-arena blocks) whose address hashes to it
+ * (sampled_blocks.c) and one bit,
  * set while that count is nonzero.  free reads the bit only: the bitmap
  * is 8 KiB, so it stays in the first-level cache where the counts (256 KiB)
  * would not.  A slot's shard is the slot's top bits, so the count and the
@@ -165,7 +166,8 @@ static inline size_t sampled_filter_index(const void *p)
 	return (size_t)((((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull) >>
 			(64 - SAMPLED_FILTER_BITS));
 }
-/* Constant time, no lock: 0 means p is certainly not a sampled block. */
+/* Constant time, no lock: 0 means p is certainly neither a sampled block
+ * nor a bootstrap-arena block. */
 static inline int sampled_blocks_may_contain(const void *p)
 {
 	size_t i = sampled_filter_index(p);
@@ -178,6 +180,10 @@ static inline int sampled_blocks_may_contain(const void *p)
  * (its table slot and filter count are cold), so that the call stack's
  * capture in between hides the cache misses. */
 void sampled_blocks_prefetch(const void *p);
+/* A bootstrap-arena block p was handed out (delta +1) or freed (-1): its
+ * filter slot counts it, so that free's one test of the filter sends it to
+ * bootstrap_release, with no test of the arena's bounds on every free. */
+void sampled_filter_hold(const void *p, int delta);
 /* Remember that block p has core handle h.  0, or -1 (out of memory). */
 int sampled_blocks_insert(const void *p, uint64_t h);
 /* Forget block p; returns its handle, 0 if it was not sampled. */

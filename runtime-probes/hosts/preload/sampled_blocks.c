@@ -3,10 +3,11 @@
  *
  * free must answer "not sampled" for almost every block, cheaply and with
  * no lock.  A counting filter does it: sampled_filter_counts[i] counts the
- * sampled live blocks whose address hashes to slot i, and bit i of
+ * sampled live blocks whose address hashes to slot i (and the bootstrap
+ * arena's blocks not yet freed, sampled_filter_hold), and bit i of
  * sampled_filter_bits is set exactly while that count is nonzero.  A clear
- * bit proves the block was not sampled; a set one (a sampled block, or a
- * collision) sends free to the table.  The count and bit are raised before
+ * bit proves the block is neither; a set one (a sampled block, an arena
+ * block, or a collision) sends free to its slow path.  The count and bit are raised before
  * the block is handed to the program and lowered after its entry is gone,
  * so a free never misses a sampled block.  Slot i belongs to shard
  * i >> (SAMPLED_FILTER_BITS - SAMPLED_SHARD_BITS), whose lock guards its
@@ -31,7 +32,8 @@
 #define SAMPLED_SHARD_MIN_SLOTS 256
 
 _Atomic uint64_t sampled_filter_bits[(size_t)1 << (SAMPLED_FILTER_BITS - 6)];
-/* Invariant: sampled_filter_counts[i] != 0 <=> bit i of sampled_filter_bits. */
+/* Invariant: sampled_filter_counts[i] != 0 <=> bit i of sampled_filter_bits;
+ * the count is the live sampled blocks and arena blocks of slot i. */
 static uint32_t sampled_filter_counts[(size_t)1 << SAMPLED_FILTER_BITS];
 _Static_assert(SAMPLED_FILTER_BITS - SAMPLED_SHARD_BITS >= 6,
 	       "a bitmap word's 64 slots must lie in one shard");
@@ -139,6 +141,16 @@ uint64_t sampled_blocks_remove(const void *p)
 	}
 	pthread_mutex_unlock(&s->lock);
 	return h;
+}
+
+void sampled_filter_hold(const void *p, int delta)
+{
+	size_t slot = sampled_filter_index(p);
+	struct sampled_shard *s = shard_of(slot);
+
+	pthread_mutex_lock(&s->lock);
+	filter_count(slot, delta);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void sampled_blocks_lock_all(void)
