@@ -109,7 +109,26 @@ struct rate {
 	double lambda;	  /* samples per word, 0 when not sampling */
 	double inv_log1m; /* 1 / log(1 - lambda) (-0.0 when lambda is 1) */
 };
-void rate_read(struct rate *out);
+/*
+ * The rate in force, published by rate_update_locked (profile.c) under a
+ * sequence lock: rate_seq is odd while a writer is between its stores, and
+ * a reader that saw the same even value before and after its loads has a
+ * consistent pair.  Read on every sample, so rate_read is inline.
+ */
+extern atomic_uint rate_seq;
+extern _Atomic double rate_lambda;
+extern _Atomic double rate_inv_log1m;
+static inline void rate_read(struct rate *out)
+{
+	unsigned seq;
+
+	do {
+		seq = atomic_load_explicit(&rate_seq, memory_order_acquire);
+		out->lambda = atomic_load_explicit(&rate_lambda, memory_order_relaxed);
+		out->inv_log1m = atomic_load_explicit(&rate_inv_log1m, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+	} while ((seq & 1) || seq != atomic_load_explicit(&rate_seq, memory_order_relaxed));
+}
 /* Recompute the rate in force from memprof_core.sampling / memprof_core.tracer_on.  Locked. */
 void rate_update_locked(void);
 

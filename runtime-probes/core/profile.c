@@ -18,21 +18,9 @@ struct core_state memprof_core = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-static atomic_uint rate_seq; /* odd while being written */
-static _Atomic double rate_lambda;
-static _Atomic double rate_inv_log1m;
-
-void rate_read(struct rate *out)
-{
-	unsigned seq;
-
-	do {
-		seq = atomic_load_explicit(&rate_seq, memory_order_acquire);
-		out->lambda = atomic_load_explicit(&rate_lambda, memory_order_relaxed);
-		out->inv_log1m = atomic_load_explicit(&rate_inv_log1m, memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
-	} while ((seq & 1) || seq != atomic_load_explicit(&rate_seq, memory_order_relaxed));
-}
+atomic_uint rate_seq; /* odd while being written (core.h, rate_read) */
+_Atomic double rate_lambda;
+_Atomic double rate_inv_log1m;
 
 void rate_update_locked(void)
 {

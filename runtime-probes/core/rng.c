@@ -89,14 +89,22 @@ static inline uint64_t rotl(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-static uint64_t rng_next(void)
+/* A thread's first draw: its seed, from the process's and its rank. */
+static __attribute__((noinline, cold)) void rng_seed_first(void)
+{
+	uint64_t rank = atomic_fetch_add_explicit(&thread_rank, 1, memory_order_relaxed);
+
+	rng_seed_thread(rng_process_seed() + rank * 0x9e3779b97f4a7c15ull);
+}
+
+/* Inline: a sample draws two or three times (the draws were a tenth of a
+ * traced malloc sample's instructions, calls and all). */
+static inline __attribute__((always_inline)) uint64_t rng_next(void)
 {
 	struct thread_state *ts = &memprof_ts;
 
-	if (!ts->seeded) {
-		uint64_t rank = atomic_fetch_add_explicit(&thread_rank, 1, memory_order_relaxed);
-		rng_seed_thread(rng_process_seed() + rank * 0x9e3779b97f4a7c15ull);
-	}
+	if (__builtin_expect(!ts->seeded, 0))
+		rng_seed_first();
 	uint64_t *s = ts->rng;
 	uint64_t result = s[0] + s[3];
 	uint64_t t = s[1] << 17;
@@ -110,12 +118,12 @@ static uint64_t rng_next(void)
 }
 
 /* Uniform in (0, 1]: the top 53 bits, shifted away from 0. */
-static double rng_uniform(void)
+static inline __attribute__((always_inline)) double rng_uniform(void)
 {
 	return 1.0 - (double)(rng_next() >> 11) * 0x1.0p-53;
 }
 
-size_t rng_geometric(const struct rate *r)
+static inline __attribute__((always_inline)) size_t geometric(const struct rate *r)
 {
 	if (r->lambda <= 0)
 		return GAP_NEVER;
@@ -124,6 +132,11 @@ size_t rng_geometric(const struct rate *r)
 	if (!(x < (double)GAP_NEVER))
 		return GAP_NEVER;
 	return 1 + (size_t)x;
+}
+
+size_t rng_geometric(const struct rate *r)
+{
+	return geometric(r);
 }
 
 /* Above this many expected samples a binomial count is drawn from its normal
@@ -145,7 +158,7 @@ size_t rng_binomial(const struct rate *r, size_t words)
 		return x <= 0 ? 0 : x >= (double)words ? words : (size_t)x;
 	}
 	size_t n = 0;
-	for (size_t pos = rng_geometric(r); pos <= words; pos += rng_geometric(r))
+	for (size_t pos = geometric(r); pos <= words; pos += geometric(r))
 		n++;
 	return n;
 }
@@ -173,7 +186,7 @@ size_t memprof_draw_gap(void)
 
 	probe_poll();
 	rate_read(&r);
-	return rng_geometric(&r);
+	return geometric(&r);
 }
 
 size_t memprof_draw_binomial(size_t words)
@@ -205,7 +218,7 @@ size_t memprof_draw_gap_bytes(void)
 	struct rate r;
 
 	rate_bytes(&r);
-	return rng_geometric(&r);
+	return geometric(&r);
 }
 
 size_t memprof_draw_binomial_bytes(size_t bytes)
@@ -236,11 +249,11 @@ size_t memprof_draw_points_bytes(size_t bytes, size_t *next_gap)
 	}
 	if ((double)bytes * r.lambda > RNG_BINOMIAL_NORMAL_MEAN) {
 		n = rng_binomial(&r, bytes);
-		*next_gap = rng_geometric(&r);
+		*next_gap = geometric(&r);
 		return n;
 	}
-	for (pos = rng_geometric(&r); pos <= bytes; n++) {
-		size_t gap = rng_geometric(&r);
+	for (pos = geometric(&r); pos <= bytes; n++) {
+		size_t gap = geometric(&r);
 		if (gap > SIZE_MAX - pos) {
 			*next_gap = GAP_NEVER;
 			return n + 1;
