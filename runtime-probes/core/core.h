@@ -122,11 +122,12 @@ static inline void rate_read(struct rate *out)
 {
 	unsigned seq;
 
+	/* Acquire loads of the pair keep the second load of rate_seq after them
+	 * (no fence: TSan does not take one). */
 	do {
 		seq = atomic_load_explicit(&rate_seq, memory_order_acquire);
-		out->lambda = atomic_load_explicit(&rate_lambda, memory_order_relaxed);
-		out->inv_log1m = atomic_load_explicit(&rate_inv_log1m, memory_order_relaxed);
-		atomic_thread_fence(memory_order_acquire);
+		out->lambda = atomic_load_explicit(&rate_lambda, memory_order_acquire);
+		out->inv_log1m = atomic_load_explicit(&rate_inv_log1m, memory_order_acquire);
 	} while ((seq & 1) || seq != atomic_load_explicit(&rate_seq, memory_order_relaxed));
 }
 /* Recompute the rate in force from memprof_core.sampling / memprof_core.tracer_on.  Locked. */
