@@ -482,10 +482,32 @@ int BPF_USDT(memprof_sample, __u64 id, __u64 size, __u64 n_samples, __u64 kind_s
 }
 
 /*
- * Records read from the target SAMPLES_READ at a time: a read of the
- * target's memory costs about as much as a short record's handling (the
- * fault-safe copy's set-up, not its bytes), and a batch is read whole.
+ * Items [i * per, + per) of a batch of n_items items of size bytes each at
+ * the target's address base, read into dst (per items of room) with one
+ * fault-safe copy: how many were read, 0 when none is left or they are
+ * unreadable (counted; the rest of the batch is unreadable too).  per is a
+ * constant at each call: a read costs about as much as handling a short
+ * item (the copy's set-up, not its bytes), so a batch is read per at a time.
  */
+static __always_inline __u32 batch_read(void *dst, __u64 base, __u64 n_items, __u32 i, __u32 per,
+					__u32 size)
+{
+	__u64 first = (__u64)i * per, left;
+	__u32 n;
+
+	if (first >= n_items)
+		return 0;
+	left = n_items - first;
+	n = left < per ? (__u32)left : per;
+	if (bpf_probe_read_user(dst, (n & (2 * per - 1)) * size,
+				(const void *)(base + first * size))) {
+		count(MEMPROF_CNT_BAD_EVENTS);
+		return 0;
+	}
+	return n;
+}
+
+/* Records of a batched memprof:sample read at a time (batch_read). */
 #define SAMPLES_READ 4
 /* A batched memprof:sample: its records' user address and count, the samples counted. */
 struct samples_walk {
@@ -497,18 +519,10 @@ static long on_sample_records(__u32 i, void *ctx)
 {
 	struct samples_walk *w = ctx;
 	struct sample_rec r[SAMPLES_READ];
-	__u64 first = (__u64)i * SAMPLES_READ, left;
-	__u32 k, n;
+	__u32 k, n = batch_read(r, w->base, w->n, i, SAMPLES_READ, sizeof(r[0]));
 
-	if (first >= w->n)
+	if (!n)
 		return 1;
-	left = w->n - first;
-	n = left < SAMPLES_READ ? (__u32)left : SAMPLES_READ;
-	if (bpf_probe_read_user(r, (n & (2 * SAMPLES_READ - 1)) * sizeof(r[0]),
-				(const void *)(w->base + first * sizeof(r[0])))) {
-		count(MEMPROF_CNT_BAD_EVENTS);
-		return 1; /* the rest is unreadable too */
-	}
 	for (k = 0; k < SAMPLES_READ && k < n; k++)
 		w->samples += sample_one(&r[k]);
 	return 0;
@@ -707,10 +721,7 @@ __noinline __u64 event_one(__u64 what_id, __u64 death_ns)
 	}
 }
 
-/*
- * Events read from the target EVENTS_READ at a time: one read costs about
- * as much as handling an event, whatever its size up to a few hundred bytes.
- */
+/* Events of a memprof:events batch read at a time (batch_read). */
 #define EVENTS_READ 8
 struct events_walk {
 	__u64 base, n;
@@ -721,18 +732,11 @@ struct events_walk {
 static long on_events(__u32 i, void *ctx)
 {
 	struct events_walk *w = ctx;
-	__u64 ev[EVENTS_READ][2], first = (__u64)i * EVENTS_READ, left;
-	__u32 k, n;
+	__u64 ev[EVENTS_READ][2];
+	__u32 k, n = batch_read(ev, w->base, w->n, i, EVENTS_READ, sizeof(ev[0]));
 
-	if (first >= w->n)
+	if (!n)
 		return 1;
-	left = w->n - first;
-	n = left < EVENTS_READ ? (__u32)left : EVENTS_READ;
-	if (bpf_probe_read_user(ev, (n & (2 * EVENTS_READ - 1)) * sizeof(ev[0]),
-				(const void *)(w->base + first * sizeof(ev[0])))) {
-		count(MEMPROF_CNT_BAD_EVENTS);
-		return 1; /* the rest is unreadable too */
-	}
 	for (k = 0; k < EVENTS_READ && k < n; k++)
 		w->seen += event_one(ev[k][0], ev[k][1]);
 	return 0;
