@@ -5,13 +5,11 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core.h"
-#include "memprof_debug.h"
 
 /*
  * Seeds.  Each process draws a random seed (getrandom) the first time a
@@ -125,46 +123,12 @@ static inline __attribute__((always_inline)) double rng_uniform(void)
 	return 1.0 - (double)(rng_next() >> 11) * 0x1.0p-53;
 }
 
-/*
- * log x for x in [2^-53, 1] (a uniform draw), within 1e-9 relative of the
- * true value: x = 2^e m with m in [sqrt(1/2), sqrt(2)), and log m = 2 atanh s
- * with s = (m - 1) / (m + 1), |s| <= 0.172, summed to s^11 (the next term is
- * below 4e-10 of the sum).  libm's log took two thirds of a draw's time and
- * reads a table the sampled program has usually pushed out of the cache
- * between two samples; this reads no memory.  Precise far beyond what
- * sampling needs: a gap's mean moves by less than 1e-9 of itself.
- */
-static inline __attribute__((always_inline)) double rng_log_unit(double x)
-{
-	uint64_t bits;
-	double m;
-
-	MEMPROF_ASSERT(x >= 0x1p-53 && x <= 1);
-	memcpy(&bits, &x, sizeof(bits));
-	int64_t e = (int64_t)(bits >> 52) - 1023;
-	bits = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1023) << 52);
-	memcpy(&m, &bits, sizeof(m));
-	if (m > M_SQRT2) {
-		m *= 0.5;
-		e++;
-	}
-	double s = (m - 1) / (m + 1), s2 = s * s;
-	double t =
-	    s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 * (1.0 / 9 + s2 * (1.0 / 11)))));
-	return (double)e * M_LN2 + (2 * s + 2 * s * t);
-}
-
-double memprof_debug_log_unit(double x)
-{
-	return rng_log_unit(x);
-}
-
 static inline __attribute__((always_inline)) size_t geometric(const struct rate *r)
 {
 	if (r->lambda <= 0)
 		return GAP_NEVER;
 	/* P(gap > k) = (1 - lambda)^k, so gap = 1 + floor(log u / log(1 - lambda)). */
-	double x = rng_log_unit(rng_uniform()) * r->inv_log1m;
+	double x = log(rng_uniform()) * r->inv_log1m;
 	if (!(x < (double)GAP_NEVER))
 		return GAP_NEVER;
 	return 1 + (size_t)x;

@@ -70,12 +70,6 @@ int memprof_debug_check_report(char *msg, size_t size);
 const char *memprof_debug_invariant_text(int code);
 
 /*
- * The logarithm the draws take of a uniform number x in [2^-53, 1] (the
- * core's own, not libm's): a test compares it with log.
- */
-double memprof_debug_log_unit(double x);
-
-/*
  * Break one invariant of the live table on purpose, so that a test sees
  * memprof_debug_check name it; memprof_debug_corrupt(MEMPROF_INV_OK) puts
  * the table back as it was.  Nothing else may touch the table in between.

@@ -6,11 +6,9 @@
  * Means within 5.7 standard errors, fixed seed.
  */
 #include <math.h>
-#include <stdint.h>
 #include <criterion/criterion.h>
 
 #include "memprof.h"
-#include "memprof_debug.h"
 #include "memprof_host.h"
 #include "toy_host.h"
 
@@ -60,40 +58,4 @@ Test(draws, points_and_the_next_gap)
 	cr_assert_gt(n_hit, 1000);
 	expect_mean(sum_gap_empty, n_empty, 1 / p, gap_var, "next gap after an empty span");
 	expect_mean(sum_gap_hit, n_hit, 1 / p, gap_var, "next gap after points");
-}
-
-/*
- * The draws' own logarithm against libm's, on the numbers a draw feeds it:
- * both ends, both sides of each binade's split at sqrt(2), and a million
- * uniform draws built as the core builds them.
- */
-#define LOG_REL_ERROR 1e-9
-
-static void expect_log_close(double x)
-{
-	double want = log(x), got = memprof_debug_log_unit(x);
-	double err = want == 0 ? fabs(got) : fabs(got - want) / fabs(want);
-
-	cr_assert(err <= LOG_REL_ERROR, "log(%a): %.17g, libm %.17g (relative error %.3g)", x, got,
-		  want, err);
-}
-
-Test(draws, logarithm_matches_libm)
-{
-	uint64_t s = SEED;
-
-	expect_log_close(1.0);
-	expect_log_close(0x1p-53);
-	expect_log_close(1.0 - 0x1p-53);
-	for (int e = 0; e > -53; e--) {
-		double split = ldexp(M_SQRT2, e - 1);
-		expect_log_close(ldexp(1.0, e));
-		expect_log_close(nextafter(split, 0));
-		expect_log_close(split);
-		expect_log_close(nextafter(split, 2));
-	}
-	for (int i = 0; i < 1000000; i++) {
-		s = s * 6364136223846793005ull + 1442695040888963407ull;
-		expect_log_close(1.0 - (double)(s >> 11) * 0x1.0p-53);
-	}
 }
