@@ -139,25 +139,11 @@ def t2(work):
         out.append("On the runtime, the traced run's CPU time against the detached one is " +
                    "; ".join(parts) + ".")
     ns, ns_rounds = [], []
-    for path, label, metric, per in ((rt, "attached-1e-3", "values.target_cpu_s",
-                                      "values.memprof_ctl_samples"),
-                                     (mm, "attached-1e-3", "values.work_cpu_ns",
-                                      "values.memprof_samples")):
-        if not os.path.exists(path):
-            ns.append(None)
-            continue
-        runs = load(path)
-        a = by_round(runs, label, metric)
-        b = by_round(runs, "detached", metric)
-        n = by_round(runs, label, per)
-        if any(isinstance(x, str) for x in (a, b, n)):
-            ns.append(None)
-            continue
-        scale = 1e9 if metric == "values.target_cpu_s" else 1.0
-        v = [(a[r] - b[r]) / n[r] * scale for r in set(a) & set(b) & set(n) if n[r]]
-        # A round where attaching looked free means the noise swamps the figure.
-        ns.append(statistics.median(v) if v and min(v) > 0 else None)
-        ns_rounds.append((min(v), max(v)) if v and min(v) > 0 else None)
+    for path, metric, per in ((rt, "values.target_cpu_s", "values.memprof_ctl_samples"),
+                              (mm, "values.work_cpu_ns", "values.memprof_samples")):
+        c = per_sample_ns(path, "attached-1e-3", metric, per)
+        ns.append(c[0] if c else None)
+        ns_rounds.append(c[1:] if c else None)
     if ns[0] is not None:
         out.append(f"At 1e-3, where samples dominate the difference, each traced sample costs"
                    f" about {ns[0]:,.0f} ns of CPU on the runtime")
@@ -193,6 +179,25 @@ def t2(work):
     if not out:
         return "Nothing in this table was measured in this run."
     return " ".join(out)
+
+
+def per_sample_ns(path, label, metric, per):
+    """CPU ns per sample of label against detached, round by round:
+    (median, lowest, highest), or None when a round looked free (the noise
+    swamps the figure) or the runs are missing."""
+    if not os.path.exists(path):
+        return None
+    runs = load(path)
+    a = by_round(runs, label, metric)
+    b = by_round(runs, "detached", metric)
+    n = by_round(runs, label, per)
+    if any(isinstance(x, str) for x in (a, b, n)):
+        return None
+    scale = 1e9 if metric == "values.target_cpu_s" else 1.0
+    v = [(a[r] - b[r]) / n[r] * scale for r in set(a) & set(b) & set(n) if n[r]]
+    if not v or min(v) <= 0:
+        return None
+    return statistics.median(v), min(v), max(v)
 
 
 def fake_tracer_ir(work):
@@ -233,6 +238,22 @@ def bpf_split(work, label):
             (stat("promotes") + stat("deallocs")) / stat("samples"))
 
 
+def uprobe_hits_per_sample(work, label):
+    """Runs of the sample and events programs (one uprobe hit each) per
+    sample, from the loader's -v line (t2-bpf-LABEL.err), or None."""
+    import re
+    try:
+        text = open(os.path.join(work, f"t2-bpf-{label}.err")).read()
+    except OSError:
+        return None
+    runs = [int(m) for m in re.findall(r"memprof_(?:samples?|events) [\d.]+ ms in (\d+) runs",
+                                        text)]
+    samples = re.search(r"\bsamples (\d+)", text)
+    if not runs or not samples or not int(samples.group(1)):
+        return None
+    return sum(runs) / int(samples.group(1))
+
+
 def t2_targets(mm, ns, ns_rounds):
     """Which of the cost targets this run meets, and for a missed one why."""
     def verdict(ok):
@@ -265,11 +286,35 @@ def t2_targets(mm, ns, ns_rounds):
              f" kernel's own accounting ({per_sample:,.0f} ns for the sample, {per_event:,.0f}"
              f" ns an event, {events:.2f} events a sample)")
         rest = v - kernel
-        if label == "mm":
+        inproc = (per_sample_ns(mm, "inprocess-1e-3", "values.work_cpu_ns",
+                                "values.memprof_samples") if label == "mm" else None)
+        ir = fake_tracer_ir(work) if label == "mm" else None
+        if inproc:
+            ip, ip_lo, ip_hi = inproc
+            w += (f"; the process's own work for the sample (the draw, the call stack, the"
+                  f" record, the sampled-block table, the free of a sampled block), timed"
+                  f" alone with a fake tracer (the last column), takes {ip:,.0f} ns"
+                  f" (rounds {ip_lo:,.0f} to {ip_hi:,.0f})")
+            if ir is not None:
+                w += f", {ir:,.0f} instructions by callgrind (above)"
+            w += (f": {'above' if ip > target else 'within'} the {target:,} ns target by"
+                  f" itself, before any kernel work (bench/results/sample-cost.md splits it:"
+                  f" two clock reads, four lock pairs, the unwind, the draws, the table)")
+            hits = uprobe_hits_per_sample(work, label)
+            if rest - ip > 0:
+                w += f"; the other {rest - ip:,.0f} ns are what neither side measures alone:"
+                if hits is not None:
+                    w += (f" the batches' uprobe hits ({hits:.3f} a sample, about"
+                          f" {hits * OPT_UPROBE_NS:,.0f} ns at {OPT_UPROBE_NS:,} ns a hit)")
+                else:
+                    w += " the batches' uprobe hits"
+                w += (", the caches each side leaves cold for the other (the BPF programs"
+                      " touch the loader's maps, the program its heap, between two samples),"
+                      " and the difference of two medians of noisy rounds")
+        elif label == "mm":
             w += (f", and the other {rest:,.0f} ns are the process's own work for the sample:"
                   f" the draw, the call stack, the record, the sampled-block table and the"
                   f" free of a sampled block")
-            ir = fake_tracer_ir(work)
             if ir is not None:
                 w += f" ({ir:,.0f} instructions, by callgrind with a fake tracer, above)"
             w += (", the batches' uprobe hits and the cache misses an instruction count"

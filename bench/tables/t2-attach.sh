@@ -54,6 +54,8 @@ spec=$WORK/t2-mm.spec
 	for r in $RATES; do
 		printf 'attached-%s\t%s --loader %s --rate %s --out %s --preload %s -- %s --wait-tracer --iterations %s\n' \
 			$r "$AR" "$LOADER" $r "$WORK/t2-mm-$r.folded" "$PRELOAD" "$MM" $MM_N
+		printf 'inprocess-%s\t%s --preload %s -- %s --fake-tracer %s --iterations %s\n' \
+			$r "$AR" "$PRELOAD" "$MM" $r $MM_N
 	done
 } >"$spec"
 if [ -z "$mm_missing" ]; then
@@ -244,6 +246,8 @@ rt_inproc_ns() {
 rt_samples() { [ -n "$rt_missing" ] && na "$rt_missing" || $S median "$WORK/t2-rt.jsonl" "$1" --metric values.memprof_ctl_samples --fmt %.0f; }
 mm_ratio() { [ -n "$mm_missing" ] && na "$mm_missing" || $S ratio "$WORK/t2-mm.jsonl" "$1" "${2:-detached}" --metric values.work_cpu_ns; }
 mm_ns() { [ -n "$mm_missing" ] && na "$mm_missing" || $S perunit "$WORK/t2-mm.jsonl" "$1" detached --metric values.work_cpu_ns --per values.memprof_samples; }
+# In-process part alone: mallocmix --fake-tracer, per sample it queued.
+mm_inproc_ns() { [ -n "$mm_missing" ] && na "$mm_missing" || $S perunit "$WORK/t2-mm.jsonl" "inprocess-$1" detached --metric values.work_cpu_ns --per values.memprof_samples; }
 mm_samples() { [ -n "$mm_missing" ] && na "$mm_missing" || $S median "$WORK/t2-mm.jsonl" "$1" --metric values.memprof_samples --fmt %.0f; }
 
 echo "## Table 2: attached vs detached (USDT probes to BPF maps)"
@@ -260,6 +264,9 @@ echo "from the target's control block: it includes the in-process sampling, the 
 echo "for the probe, the uprobe trap, the BPF program and its stack copy. The last column runs the"
 echo "runtime sampling at the same rate in-process (untracked callbacks, no call stack, no tracer),"
 echo "divided by the expected sample count (rate x words allocated): the part that is not the tracer."
+echo "For the malloc host it runs mallocmix --fake-tracer R: the preload raises its own semaphores"
+echo "and asks for the rate, so it samples, unwinds and queues its records as when traced, and its"
+echo "probe sites are bare nops (no uprobe, no BPF); divided by the samples it queued."
 echo
 echo "| target | rate | CPU time attached / detached | samples | CPU ns per sample | in-process sampling alone: CPU ns per sample |"
 echo "|---|---|---|---|---|---|"
@@ -267,7 +274,7 @@ for r in $RATES; do
 	echo "| rt (workload-seed short) | $r | $(rt_ratio attached-$r) | $(rt_samples attached-$r) | $(rt_ns attached-$r) | $(rt_inproc_ns $r) |"
 done
 for r in $RATES; do
-	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) | - |"
+	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) | $(mm_inproc_ns $r) |"
 done
 echo "| malloc: preload loaded, detached / plain glibc | - | $(mm_ratio detached glibc) | - | - | - |"
 echo
