@@ -20,12 +20,19 @@
  * nops.  That is the in-process part of a traced sample alone, and valgrind
  * can run it (a process with live uprobes it cannot).
  *   site <name> calls <n> bytes <requested bytes> live_bytes <bytes live at the end>
+ *
+ * --idle-thread starts one thread that only sleeps, before the work: the C
+ * library then runs as in any multi-threaded process (its malloc takes the
+ * arena's lock where a single-threaded process skips it), as it does once
+ * the preload's flusher thread has started under a tracer.  Against a plain
+ * detached run it measures that part of attaching alone.
  */
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -297,7 +304,29 @@ static int wait_for_tracer(unsigned timeout_s)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mallocmix [--iterations N] [--wait-signal | --wait-tracer[=S]] "
-			"[--hold S] [--fake-tracer RATE]\n");
+			"[--hold S] [--fake-tracer RATE] [--idle-thread]\n");
+}
+
+static void *idle_thread_main(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* One more thread, asleep for the process's life.  0, or -1 with a message. */
+static int start_idle_thread(void)
+{
+	pthread_t t;
+	int rc = pthread_create(&t, NULL, idle_thread_main, NULL);
+
+	if (rc) {
+		fprintf(stderr, "mallocmix: --idle-thread: %s\n", strerror(rc));
+		return -1;
+	}
+	pthread_detach(t);
+	return 0;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -315,7 +344,7 @@ static int parse_u64(const char *s, uint64_t *out)
 int main(int argc, char **argv)
 {
 	uint64_t iterations = DEFAULT_ITERATIONS, hold_s = 0, wait_tracer_s = 0;
-	int wait_signal = 0;
+	int wait_signal = 0, idle_thread = 0;
 	double fake_rate = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -337,6 +366,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "mallocmix: bad --fake-tracer '%s'\n", argv[i]);
 				return 2;
 			}
+		} else if (!strcmp(a, "--idle-thread")) {
+			idle_thread = 1;
 		} else if (!strcmp(a, "--wait-signal")) {
 			wait_signal = 1;
 		} else if (!strcmp(a, "--wait-tracer")) {
@@ -358,6 +389,8 @@ int main(int argc, char **argv)
 	if (wait_tracer_s && wait_for_tracer((unsigned)wait_tracer_s))
 		return 1;
 	if (fake_rate > 0 && fake_tracer(fake_rate))
+		return 1;
+	if (idle_thread && start_idle_thread())
 		return 1;
 
 	uint64_t t0 = now_ns(), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);

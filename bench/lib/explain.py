@@ -299,7 +299,19 @@ def t2_targets(mm, ns, ns_rounds):
                 w += f", {ir:,.0f} instructions by callgrind (above)"
             w += (f": {'above' if ip > target else 'within'} the {target:,} ns target by"
                   f" itself, before any kernel work (bench/results/sample-cost.md splits it:"
-                  f" two clock reads, four lock pairs, the unwind, the draws, the table)")
+                  f" glibc's multi-threaded mode, two clock reads, four lock pairs, the"
+                  f" unwind, the draws, the table)")
+            thr = ratio(mm, "idle-thread", "detached", "values.work_cpu_ns")
+            det = median(mm, "detached", "values.work_cpu_ns")
+            smp = median(mm, "attached-1e-3", "values.memprof_samples")
+            if thr and det and smp:
+                w += (f". Of it, one more thread alone (mallocmix --idle-thread against"
+                      f" detached: {cost(thr)}) costs {(thr[0] - 1) * det / smp:,.0f} ns a"
+                      f" sample at 1e-3 and the same share of the program's time at every"
+                      f" rate: the preload's flusher thread, started at the attach, turns a"
+                      f" single-threaded program's C library to its multi-threaded mode"
+                      f" (glibc's malloc then locks its arena), and glibc never turns it"
+                      f" back, not even after the detach")
             hits = uprobe_hits_per_sample(work, label)
             if rest - ip > 0:
                 w += f"; the other {rest - ip:,.0f} ns are what neither side measures alone:"

@@ -51,6 +51,7 @@ spec=$WORK/t2-mm.spec
 {
 	printf 'glibc\t%s -- %s --iterations %s\n' "$AR" "$MM" $MM_N
 	printf 'detached\t%s --preload %s -- %s --iterations %s\n' "$AR" "$PRELOAD" "$MM" $MM_N
+	printf 'idle-thread\t%s --preload %s -- %s --idle-thread --iterations %s\n' "$AR" "$PRELOAD" "$MM" $MM_N
 	for r in $RATES; do
 		printf 'attached-%s\t%s --loader %s --rate %s --out %s --preload %s -- %s --wait-tracer --iterations %s\n' \
 			$r "$AR" "$LOADER" $r "$WORK/t2-mm-$r.folded" "$PRELOAD" "$MM" $MM_N
@@ -277,6 +278,7 @@ for r in $RATES; do
 	echo "| malloc (mallocmix, preload) | $r | $(mm_ratio attached-$r) | $(mm_samples attached-$r) | $(mm_ns attached-$r) | $(mm_inproc_ns $r) |"
 done
 echo "| malloc: preload loaded, detached / plain glibc | - | $(mm_ratio detached glibc) | - | - | - |"
+echo "| malloc: detached with one idle thread / detached (glibc's multi-threaded mode alone) | - | $(mm_ratio idle-thread detached) | - | - | - |"
 echo
 echo "Real programs under the preload, CPU time (user+system) of the whole process against the"
 echo "same command run plain (no preload): git (log -p -n $GIT_N of this repository), python3"
