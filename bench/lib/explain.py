@@ -200,6 +200,15 @@ def per_sample_ns(path, label, metric, per):
     return statistics.median(v), min(v), max(v)
 
 
+def fake_tracer_ir_rt(work):
+    """Instructions of the in-process part of a traced runtime sample
+    (t2-rt-fake-ir.txt, written by t2-attach.sh), or None."""
+    try:
+        return float(open(os.path.join(work, "t2-rt-fake-ir.txt")).read())
+    except (OSError, ValueError):
+        return None
+
+
 def fake_tracer_ir(work):
     """Instructions of the in-process part of a traced malloc sample (the
     "in all" line of sample_split.py's table, t2-fake-split.md), or None."""
@@ -255,66 +264,79 @@ def uprobe_hits_per_sample(work, label):
 
 
 def t2_targets(mm, ns, ns_rounds):
-    """Which of the cost targets this run meets, and for a missed one why."""
+    """Which of the cost targets this run meets, and for a missed one why:
+    the kernel's share (its own accounting), the process's share (timed
+    alone with a fake tracer, and in instructions), and what is left."""
     def verdict(ok):
         return "met" if ok else "missed"
     work = os.path.dirname(mm)
+    rt = os.path.join(work, "t2-rt.jsonl")
     parts, why = [], []
-    for host, label, v, rr in (("runtime", "rt", ns[0], ns_rounds[0]),
-                               ("malloc preload", "mm", ns[1], ns_rounds[1])):
+    hosts = (("runtime", "rt", ns[0], ns_rounds[0], rt, "values.target_cpu_s",
+              "values.tracer_samples", "the draws, the call stack, the entry and its record",
+              fake_tracer_ir_rt(work), "workload-seed"),
+             ("malloc preload", "mm", ns[1], ns_rounds[1], mm, "values.work_cpu_ns",
+              "values.memprof_samples", "the draws, the call stack, the record, the"
+              " sampled-block table, the free of a sampled block", fake_tracer_ir(work),
+              "mallocmix"))
+    for host, label, v, rr, path, metric, per, what, ir, prog in hosts:
         target = TARGET_SAMPLE_NS[host]
+        split = bpf_split(work, label)
+        inproc = per_sample_ns(path, "inprocess-1e-3", metric, per)
+        kernel = split[0] + split[1] * split[2] if split else None
         if v is None:
             parts.append(f"the traced sample on the {host} against {target:,} ns: not"
                          f" measurable in this run (the rounds' spread hides it)")
-            continue
-        lo, hi = rr
-        if hi <= target:
-            how = "met in every round"
-        elif lo > target:
-            how = "missed in every round"
+            if kernel is not None and inproc:
+                parts[-1] += (f"; its parts measured alone add up to {kernel + inproc[0]:,.0f}"
+                              f" ns ({kernel:,.0f} in the kernel, {inproc[0]:,.0f} in the"
+                              f" process, below)")
         else:
-            how = (f"{verdict(v <= target)} by the median; the rounds"
-                   f" ({lo:,.0f} to {hi:,.0f} ns) straddle the target")
-        parts.append(f"{v:,.0f} ns per traced sample on the {host} at 1e-3 against"
-                     f" {target:,} ({how})")
-        split = bpf_split(work, label)
-        if hi <= target or split is None:
+            lo, hi = rr
+            if hi <= target:
+                how = "met in every round"
+            elif lo > target:
+                how = "missed in every round"
+            else:
+                how = (f"{verdict(v <= target)} by the median; the rounds"
+                       f" ({lo:,.0f} to {hi:,.0f} ns) straddle the target")
+            parts.append(f"{v:,.0f} ns per traced sample on the {host} at 1e-3 against"
+                         f" {target:,} ({how})")
+            if hi <= target:
+                continue
+        if split is None:
             continue
         per_sample, per_event, events = split
-        kernel = per_sample + per_event * events
         w = (f"on the {host}, the BPF programs take {kernel:,.0f} ns of each sample by the"
              f" kernel's own accounting ({per_sample:,.0f} ns for the sample, {per_event:,.0f}"
              f" ns an event, {events:.2f} events a sample)")
-        rest = v - kernel
-        inproc = (per_sample_ns(mm, "inprocess-1e-3", "values.work_cpu_ns",
-                                "values.memprof_samples") if label == "mm" else None)
-        ir = fake_tracer_ir(work) if label == "mm" else None
         if inproc:
             ip, ip_lo, ip_hi = inproc
-            w += (f"; the process's own work for the sample (the draw, the call stack, the"
-                  f" record, the sampled-block table, the free of a sampled block), timed"
-                  f" alone with a fake tracer (the last column), takes {ip:,.0f} ns"
+            w += (f"; the process's own work for the sample ({what}), timed alone with a"
+                  f" fake tracer ({prog} --fake-tracer, the last column), takes {ip:,.0f} ns"
                   f" (rounds {ip_lo:,.0f} to {ip_hi:,.0f})")
             if ir is not None:
-                w += f", {ir:,.0f} instructions by callgrind (above)"
-            w += (f": {'above' if ip > target else 'within'} the {target:,} ns target by"
-                  f" itself, before any kernel work (bench/results/sample-cost.md splits it:"
-                  f" glibc's multi-threaded mode, two clock reads, four lock pairs, the"
-                  f" unwind, the draws, the table)")
-            thr = ratio(mm, "idle-thread", "detached", "values.work_cpu_ns")
-            det = median(mm, "detached", "values.work_cpu_ns")
-            smp = median(mm, "attached-1e-3", "values.memprof_samples")
-            if thr and det and smp:
-                w += (f". Of it, one more thread alone (mallocmix --idle-thread against"
-                      f" detached: {cost(thr)}) costs {(thr[0] - 1) * det / smp:,.0f} ns a"
-                      f" sample at 1e-3 and the same share of the program's time at every"
-                      f" rate: the preload's flusher thread, started at the attach, turns a"
-                      f" single-threaded program's C library to its multi-threaded mode"
-                      f" (glibc's malloc then locks its arena), and glibc never turns it"
-                      f" back, not even after the detach")
-            hits = uprobe_hits_per_sample(work, label)
-            if rest - ip > 0:
-                w += f"; the other {rest - ip:,.0f} ns are what neither side measures alone:"
+                w += f", {ir:,.0f} instructions by callgrind"
+            if ip > target:
+                w += f": above the {target:,} ns target by itself, before any kernel work"
+            elif ip + kernel > target:
+                w += (f": with the kernel's share, {ip + kernel:,.0f} ns, above the"
+                      f" {target:,} ns target")
+            if label == "mm":
+                thr = ratio(mm, "idle-thread", "detached", "values.work_cpu_ns")
+                det = median(mm, "detached", "values.work_cpu_ns")
+                smp = median(mm, "attached-1e-3", "values.memprof_samples")
+                if thr and det and smp:
+                    w += (f" (of it, glibc's multi-threaded mode, which the preload's flusher"
+                          f" thread switches on for a single-threaded program and glibc never"
+                          f" switches off: mallocmix --idle-thread against detached,"
+                          f" {cost(thr)}")
+                    if thr[1] > 1:
+                        w += f", {(thr[0] - 1) * det / smp:,.0f} ns a sample at 1e-3"
+                    w += ")"
+            if v is not None and v - kernel - ip > 0:
+                hits = uprobe_hits_per_sample(work, label)
+                w += f"; the other {v - kernel - ip:,.0f} ns are what neither side measures alone:"
                 if hits is not None:
                     w += (f" the batches' uprobe hits ({hits:.3f} a sample, about"
                           f" {hits * OPT_UPROBE_NS:,.0f} ns at {OPT_UPROBE_NS:,} ns a hit)")
@@ -323,19 +345,9 @@ def t2_targets(mm, ns, ns_rounds):
                 w += (", the caches each side leaves cold for the other (the BPF programs"
                       " touch the loader's maps, the program its heap, between two samples),"
                       " and the difference of two medians of noisy rounds")
-        elif label == "mm":
-            w += (f", and the other {rest:,.0f} ns are the process's own work for the sample:"
-                  f" the draw, the call stack, the record, the sampled-block table and the"
-                  f" free of a sampled block")
-            if ir is not None:
-                w += f" ({ir:,.0f} instructions, by callgrind with a fake tracer, above)"
-            w += (", the batches' uprobe hits and the cache misses an instruction count"
-                  " does not see")
-        else:
-            w += (f", and the other {rest:,.0f} ns are the rest of the process's work for the"
-                  f" sample (the in-process sampling and the record's call stack, the"
-                  f" batches' uprobe hits) and the cache misses that separate measurements"
-                  f" do not see")
+        elif v is not None:
+            w += (f", and the other {v - kernel:,.0f} ns are the process's own work for the"
+                  f" sample ({what}), the batches' uprobe hits and the cache misses")
         why.append(w)
     r4 = ratio(mm, "attached-1e-4", "detached", "values.work_cpu_ns")
     if r4:

@@ -36,7 +36,7 @@ spec=$WORK/t2-rt.spec
 	for r in $RATES; do
 		printf 'attached-%s\t%s --loader %s --rate %s --out %s --stop-until-attached -- %s --kind short --tracked 0 --rate 0 --iterations %s\n' \
 			$r "$AR" "$LOADER" $r "$WORK/t2-rt-$r.folded" "$SEED" $RT_N
-		printf 'inprocess-%s\t%s --stop-until-attached -- %s --kind short --tracked 0 --rate %s --iterations %s\n' \
+		printf 'inprocess-%s\t%s --stop-until-attached -- %s --kind short --tracked 0 --rate 0 --fake-tracer %s --iterations %s\n' \
 			$r "$AR" "$SEED" $r $RT_N
 	done
 } >"$spec"
@@ -203,6 +203,28 @@ else
 		{ split_cell=$(na "sample_split.py: $(tail -n 1 "$WORK/t2-split.err")"); rm -f "$split_md"; }
 fi
 
+# The same for the runtime: workload-seed --fake-tracer 1e-3 against
+# --rate 0, whole program under callgrind (fixed seed: same draws every
+# run); Ir per sample handed to the sites, for explain.py.
+rm -f "$WORK/t2-rt-fake-ir.txt"
+if [ -z "$rt_missing" ] && command -v valgrind >/dev/null; then
+	log "table 2: the in-process part of a traced runtime sample under callgrind"
+	rt_ir() { # extra args: total Ir, then the tracer samples line of the run
+		valgrind --tool=callgrind --callgrind-out-file="$WORK/t2-rt-split.cg" \
+			"$SEED" --kind short --tracked 0 --rate 0 --iterations $SPLIT_RT_N "$@" \
+			>"$WORK/t2-rt-split.out" 2>/dev/null &&
+			callgrind_annotate "$WORK/t2-rt-split.cg" 2>/dev/null |
+			awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
+	}
+	SPLIT_RT_N=3000000
+	ir_det=$(rt_ir)
+	ir_fake=$(rt_ir --fake-tracer 1e-3)
+	smp=$(awk '$1 == "tracer_samples" { print $2 }' "$WORK/t2-rt-split.out")
+	if [ -n "$ir_det" ] && [ -n "$ir_fake" ] && [ "${smp:-0}" -gt 0 ]; then
+		python3 -c "print(round(($ir_fake - $ir_det) / $smp))" >"$WORK/t2-rt-fake-ir.txt"
+	fi
+fi
+
 # The kernel side alone, from the kernel's own accounting: one more run
 # each of the runtime and mallocmix at 1e-3, not timed, with
 # kernel.bpf_stats_enabled on and the loader's -v (its "BPF run time" line:
@@ -237,12 +259,12 @@ fi
 
 rt_ratio() { [ -n "$rt_missing" ] && na "$rt_missing" || $S ratio "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s; }
 rt_ns() { [ -n "$rt_missing" ] && na "$rt_missing" || $S perunit "$WORK/t2-rt.jsonl" "$1" detached --metric values.target_cpu_s --per values.memprof_ctl_samples --scale 1e9; }
-# In-process sampling alone (no tracer, no call stack): its samples are not
-# counted by the control block, so the expected count (rate x words) is used.
+# In-process part alone: workload-seed --fake-tracer, per sample it handed
+# to its (bare) probe sites.
 rt_inproc_ns() {
 	[ -n "$rt_missing" ] && { na "$rt_missing"; return; }
 	$S perunit "$WORK/t2-rt.jsonl" "inprocess-$1" detached --metric values.target_cpu_s \
-		--per-count "$(python3 -c "print($1 * $RT_N * 4)")" --scale 1e9
+		--per values.tracer_samples --scale 1e9
 }
 rt_samples() { [ -n "$rt_missing" ] && na "$rt_missing" || $S median "$WORK/t2-rt.jsonl" "$1" --metric values.memprof_ctl_samples --fmt %.0f; }
 mm_ratio() { [ -n "$mm_missing" ] && na "$mm_missing" || $S ratio "$WORK/t2-mm.jsonl" "$1" "${2:-detached}" --metric values.work_cpu_ns; }
@@ -262,12 +284,11 @@ echo "($MM_N iterations, five sites, sizes 16 B-64 KiB, short and long lifetimes
 echo "LD_PRELOAD=libmemprof-preload.so; the figure is the CPU time of its work phase, which starts once"
 echo "the tracer's sampling is on. Cost per sample = (attached - detached) / samples, the samples read"
 echo "from the target's control block: it includes the in-process sampling, the call-stack capture"
-echo "for the probe, the uprobe trap, the BPF program and its stack copy. The last column runs the"
-echo "runtime sampling at the same rate in-process (untracked callbacks, no call stack, no tracer),"
-echo "divided by the expected sample count (rate x words allocated): the part that is not the tracer."
-echo "For the malloc host it runs mallocmix --fake-tracer R: the preload raises its own semaphores"
-echo "and asks for the rate, so it samples, unwinds and queues its records as when traced, and its"
-echo "probe sites are bare nops (no uprobe, no BPF); divided by the samples it queued."
+echo "for the probe, the uprobe trap, the BPF program and its stack copy. The last column is the"
+echo "in-process part alone: workload-seed --fake-tracer R and mallocmix --fake-tracer R raise their"
+echo "own probe semaphores and ask for the rate, as a tracer does, so the host samples, unwinds and"
+echo "queues its records as when traced, and its probe sites are bare nops (no uprobe, no BPF);"
+echo "against detached, divided by the samples handed to the sites."
 echo
 echo "| target | rate | CPU time attached / detached | samples | CPU ns per sample | in-process sampling alone: CPU ns per sample |"
 echo "|---|---|---|---|---|---|"

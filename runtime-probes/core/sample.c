@@ -261,13 +261,28 @@ static void young_bind(struct young_sample *smp, size_t n_smp, uintptr_t base)
 	pthread_mutex_unlock(&memprof_core.lock);
 }
 
+/*
+ * The next trigger below young_ptr, after an allocation that crossed the
+ * last one, and the host's limit.  A host with update_young_limit renews
+ * the trigger there (memprof_host.h asks it to call
+ * memprof_renew_minor_sample), so the core draws only for a host without
+ * one: one draw a sample, not a draw the host's renewal throws away.
+ */
+static void trigger_renew(uintptr_t young_ptr)
+{
+	if (memprof_core.ops.update_young_limit)
+		host_update_young_limit();
+	else
+		trigger_draw(young_ptr,
+			     atomic_load_explicit(&young_start_seen, memory_order_relaxed));
+}
+
 static uintptr_t young_reserve(uintptr_t (*reserve)(void *), void *ctx, uintptr_t *base_out)
 {
 	uintptr_t base = reserve(ctx);
 
 	*base_out = base;
-	trigger_draw(base, atomic_load_explicit(&young_start_seen, memory_order_relaxed));
-	host_update_young_limit();
+	trigger_renew(base);
 	return base;
 }
 
@@ -342,19 +357,16 @@ int memprof_track_young(uintptr_t young_ptr, size_t nallocs, const size_t *wosiz
 	if (err) {
 		young_rollback(smp, n_smp);
 		*base_out = 0;
-		trigger_draw(young_ptr,
-			     atomic_load_explicit(&young_start_seen, memory_order_relaxed));
 	} else {
 		young_bind(smp, n_smp, base);
 		*base_out = base;
-		trigger_draw(base, atomic_load_explicit(&young_start_seen, memory_order_relaxed));
 	}
 	ts->held = hs.prev;
 	if (smp != local) {
 		free(smp);
 		free(held);
 	}
-	host_update_young_limit();
+	trigger_renew(err ? young_ptr : base);
 	return err;
 }
 

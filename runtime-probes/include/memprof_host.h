@@ -84,8 +84,9 @@ void memprof_host_init(const memprof_host_ops *ops);
  */
 uintptr_t memprof_renew_minor_sample(uintptr_t young_ptr, uintptr_t young_start);
 
-/* The trigger drawn last (by memprof_renew_minor_sample or on return from
- * memprof_track_young, which renews it below the new blocks). */
+/* The trigger drawn last: by memprof_renew_minor_sample, or, for a host
+ * without update_young_limit, on return from memprof_track_young, which
+ * renews it below the new blocks (a host with one renews it there). */
 uintptr_t memprof_young_trigger(void);
 
 /*

@@ -12,6 +12,14 @@
  *                  measure the unwinder's cost per sample
  *   --depth D      allocate from D nested calls below main (default 0),
  *                  for deeper stacks to unwind
+ *   --fake-tracer R  raise the sample and events semaphores and ask for
+ *                  rate R, as an attaching tracer does, but attach nothing:
+ *                  the core samples for a tracer, captures call stacks and
+ *                  queues its records, and the probe sites are bare nops.
+ *                  The in-process part of a traced sample alone (valgrind
+ *                  can run it; a process with live uprobes it cannot).
+ *                  Needs --rate 0.  A second line then says
+ *                  "tracer_samples N", the samples handed to the sites.
  *
  * Built twice: build/workload-seed, and build/workload-seed-nohook with
  * -DRT_NO_MEMPROF where rt has no memprof hook at all (--rate,
@@ -24,7 +32,16 @@
 #include "options.h"
 #include "rt.h"
 #ifndef RT_NO_MEMPROF
+#include <linux/types.h>
+
 #include "memprof.h"
+#include "memprof_probe_abi.h"
+#include "memprof_probes.h"
+
+/* The core's (runtime-probes/core/probes.c), which a tracer finds by symbol. */
+extern unsigned short memprof_sample_semaphore;
+extern unsigned short memprof_events_semaphore;
+extern struct memprof_probe_control memprof_probe_control;
 #endif
 
 #define RECORD_FIELDS 3
@@ -42,6 +59,7 @@ struct seed_options {
 	uint64_t iterations;
 	uint64_t callstack;
 	uint64_t depth;
+	double fake_tracer;
 };
 
 static int parse(int argc, char **argv, struct seed_options *o)
@@ -76,11 +94,15 @@ static int parse(int argc, char **argv, struct seed_options *o)
 		} else if (!strcmp(arg, "--depth")) {
 			if (option_u64(arg, val, 0, MAX_DEPTH, &o->depth))
 				return -1;
+		} else if (!strcmp(arg, "--fake-tracer")) {
+			if (option_double(arg, val, 0, 1, &o->fake_tracer))
+				return -1;
 		} else {
 			fprintf(
 			    stderr,
 			    "workload-seed: unknown option '%s' (options: --kind short|long, "
-			    "--tracked 0|1, --rate R, --iterations N, --callstack N, --depth D)\n",
+			    "--tracked 0|1, --rate R, --iterations N, --callstack N, --depth D, "
+			    "--fake-tracer R)\n",
 			    arg);
 			return -1;
 		}
@@ -115,6 +137,16 @@ static int start_profile(const struct seed_options *o)
 
 	tracked = (int)o->tracked;
 	memprof_set_seed(SEED);
+	if (o->fake_tracer > 0) {
+		if (o->rate > 0) {
+			fprintf(stderr, "workload-seed: --fake-tracer needs --rate 0\n");
+			return -1;
+		}
+		/* The core sees them at its first safe point, as it sees a tracer's. */
+		*(volatile double *)&memprof_probe_control.requested_rate = o->fake_tracer;
+		(*(volatile unsigned short *)&memprof_sample_semaphore)++;
+		(*(volatile unsigned short *)&memprof_events_semaphore)++;
+	}
 	if (o->rate > 0 && memprof_start(o->rate, (size_t)o->callstack, &t)) {
 		fprintf(stderr, "workload-seed: memprof_start failed\n");
 		return -1;
@@ -129,7 +161,22 @@ static unsigned long long profile_samples(void)
 	memprof_get_stats(&st);
 	return (unsigned long long)st.samples;
 }
+
+static void print_tracer_samples(const struct seed_options *o)
+{
+	if (o->fake_tracer > 0) {
+		memprof_probe_flush();
+		printf("tracer_samples %llu\n",
+		       (unsigned long long)__atomic_load_n(&memprof_probe_control.samples,
+							   __ATOMIC_RELAXED));
+	}
+}
 #else
+static void print_tracer_samples(const struct seed_options *o)
+{
+	(void)o;
+}
+
 static unsigned long long profile_samples(void)
 {
 	return 0;
@@ -137,9 +184,9 @@ static unsigned long long profile_samples(void)
 
 static int start_profile(const struct seed_options *o)
 {
-	if (o->rate > 0 || o->tracked || o->callstack) {
+	if (o->rate > 0 || o->tracked || o->callstack || o->fake_tracer > 0) {
 		fprintf(stderr, "workload-seed-nohook: built without memprof: --rate, "
-				"--tracked and --callstack must be 0\n");
+				"--tracked, --callstack and --fake-tracer must be 0\n");
 		return -1;
 	}
 	return 0;
@@ -201,5 +248,6 @@ int main(int argc, char **argv)
 	       o.long_lived ? "long" : "short", (int)o.tracked, o.rate,
 	       (unsigned long long)o.iterations, (unsigned long long)st.minor_collections,
 	       (unsigned long long)st.major_collections, profile_samples());
+	print_tracer_samples(&o);
 	return 0;
 }
