@@ -3,6 +3,7 @@
  * on SIGTERM, write the ready file, and reject bad options with one line on
  * stderr and a non-zero exit.  Run from the repository root (make test).
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,40 @@ Test(rt_workloads, seed_kinds_and_variants)
 	cr_assert(strstr(r.out, "major_gcs"));
 }
 
+/*
+ * workload-seed --fake-tracer R samples for a tracer with none attached:
+ * every sample it takes is handed to the (bare) probe sites, and their
+ * count is the Poisson count of the words allocated, less at most the
+ * first minor heap (the core sees the raised semaphores at its first safe
+ * point).  Table 2 times the in-process part of a traced sample with it.
+ */
+#define FAKE_RATE 0.01
+#define FAKE_RECORDS 1000000
+#define FAKE_WORDS (FAKE_RECORDS * 4.0) /* 3 fields and a header */
+#define FAKE_FIRST_HEAP_WORDS (256.0 * 1024)
+#define SIGMAS 5.7
+
+Test(rt_workloads, seed_fake_tracer_hands_every_sample_to_the_sites)
+{
+	unsigned long long samples = 0, tracer = 0;
+	const char *line;
+	struct run r;
+
+	run("./build/workload-seed --kind short --tracked 0 --rate 0 --iterations 1000000 "
+	    "--fake-tracer 0.01",
+	    &r);
+	cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+	line = strstr(r.out, " samples ");
+	cr_assert(line && sscanf(line, " samples %llu", &samples) == 1, "%s", r.out);
+	line = strstr(r.out, "tracer_samples ");
+	cr_assert(line && sscanf(line, "tracer_samples %llu", &tracer) == 1, "%s", r.out);
+	cr_assert_eq(tracer, samples, "handed %llu of %llu samples", tracer, samples);
+	double hi = FAKE_RATE * FAKE_WORDS, lo = FAKE_RATE * (FAKE_WORDS - FAKE_FIRST_HEAP_WORDS);
+	cr_assert((double)tracer >= lo - SIGMAS * sqrt(lo) &&
+		      (double)tracer <= hi + SIGMAS * sqrt(hi),
+		  "%llu samples for %.0f words at %g", tracer, FAKE_WORDS, FAKE_RATE);
+}
+
 Test(rt_workloads, bad_options_one_line)
 {
 	static const char *const cmds[] = {
@@ -139,6 +174,8 @@ Test(rt_workloads, bad_options_one_line)
 	    "./build/workload-seed --callstack 5000",
 	    "./build/workload-seed-nohook --callstack 4",
 	    "./build/workload-seed --depth -1",
+	    "./build/workload-seed --rate 0.1 --fake-tracer 0.1",
+	    "./build/workload-seed-nohook --fake-tracer 0.1",
 	};
 	struct run r;
 
