@@ -36,6 +36,9 @@ struct core_state {
 	double tracer_rate;	  /* rate in force for a tracer-only profile */
 	memprof_stats stats;	  /* samples, dropped, callbacks, last_minor_scan */
 	memprof_host_ops ops;	  /* the host's hooks (zeroed: no host) */
+	/* During a collection's scan (gc.c): the time of its deaths, one clock
+	 * read for all of them (they are found within the scan); 0 otherwise. */
+	uint64_t scan_ns;
 	/* Read without the lock: */
 	atomic_size_t callstack_size; /* frames the sampling profile wants */
 	atomic_int maybe_pending;     /* 0: no callback is pending (safe points skip the lock) */
@@ -221,6 +224,9 @@ void probe_fire_sample(uint64_t id, size_t size, size_t n_samples, unsigned kind
 		       const uintptr_t *stack, size_t stack_len, double lambda, int bytes);
 /* Queue a promote or dealloc event (MEMPROF_PROBE_EV_*) for memprof:events.  Locked. */
 void probe_event_locked(uint64_t id, unsigned what);
+/* Around a collection's scan (gc.c): its deaths share one time.  Locked. */
+void probe_scan_begin_locked(void);
+void probe_scan_end_locked(void);
 /* Fire memprof:events with what is queued (end of a collection or epoch).  Locked. */
 void probe_events_flush_locked(void);
 void probe_count_dropped(void);

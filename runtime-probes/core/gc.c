@@ -40,6 +40,7 @@ void memprof_minor_update(void)
 
 	pthread_mutex_lock(&memprof_core.lock);
 	MEMPROF_ASSERT(tb->young <= tb->len);
+	probe_scan_begin_locked();
 	size_t start = tb->young;
 	for (size_t i = start; i < tb->len; i++) {
 		struct entry *e = &tb->t[i];
@@ -57,6 +58,7 @@ void memprof_minor_update(void)
 	}
 	memprof_core.stats.last_minor_scan = tb->len - start;
 	tb->young = tb->len;
+	probe_scan_end_locked();
 	probe_events_flush_locked();
 	pthread_mutex_unlock(&memprof_core.lock);
 	if (pending)
@@ -70,6 +72,7 @@ void memprof_major_update(void)
 	int pending = 0;
 
 	pthread_mutex_lock(&memprof_core.lock);
+	probe_scan_begin_locked();
 	for (size_t i = 0; is_dead && i < tb->len; i++) {
 		struct entry *e = &tb->t[i];
 		if (e->deleted || e->unbound || e->malloc_style || e->dead ||
@@ -82,6 +85,7 @@ void memprof_major_update(void)
 		entries_note_pending(i);
 		pending |= entry_pending(&tb->t[i]);
 	}
+	probe_scan_end_locked();
 	entries_compact();
 	probe_events_flush_locked();
 	pthread_mutex_unlock(&memprof_core.lock);

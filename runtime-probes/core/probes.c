@@ -140,9 +140,22 @@ __attribute__((noinline)) void probe_events_flush_locked(void)
 	probe_events_flush(&probe_events_queue);
 }
 
+/* A collection's scan begins: the deaths it finds are found within it, so
+ * one clock read times them all (memprof_core.scan_ns), not one a death. */
+void probe_scan_begin_locked(void)
+{
+	memprof_core.scan_ns =
+	    SEMAPHORE_UP(memprof_events_semaphore) ? probe_clock_ns(CLOCK_MONOTONIC) : 0;
+}
+
+void probe_scan_end_locked(void)
+{
+	memprof_core.scan_ns = 0;
+}
+
 void probe_event_locked(uint64_t id, unsigned what)
 {
-	if (probe_events_add(&probe_events_queue, id, what))
+	if (probe_events_add_at(&probe_events_queue, id, what, memprof_core.scan_ns))
 		probe_events_flush_locked();
 }
 

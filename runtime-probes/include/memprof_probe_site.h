@@ -153,11 +153,13 @@ static inline void probe_events_flush(struct probe_events *b)
 }
 
 /*
- * Queue one event (MEMPROF_PROBE_EV_*).  Returns 1 when the buffer is full:
- * the caller flushes it (through its one probe_events_flush call, so that
- * the probe has one site per host).
+ * Queue one event (MEMPROF_PROBE_EV_*); a death at death_ns
+ * (CLOCK_MONOTONIC), or now when death_ns is 0.  Returns 1 when the buffer
+ * is full: the caller flushes it (through its one probe_events_flush call,
+ * so that the probe has one site per host).
  */
-static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
+static inline int probe_events_add_at(struct probe_events *b, uint64_t id, unsigned what,
+				      uint64_t death_ns)
 {
 	uint32_t n = b->n;
 
@@ -170,9 +172,17 @@ static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned
 	b->ev[2 * n] = MEMPROF_PROBE_EVENT(id, what);
 	/* A death ends a lifetime: its time, on bpf_ktime_get_ns's clock.  A
 	 * promotion needs none. */
-	b->ev[2 * n + 1] = what == MEMPROF_PROBE_EV_PROMOTE ? 0 : probe_clock_ns(CLOCK_MONOTONIC);
+	b->ev[2 * n + 1] = what == MEMPROF_PROBE_EV_PROMOTE ? 0
+			   : death_ns			    ? death_ns
+							    : probe_clock_ns(CLOCK_MONOTONIC);
 	b->n = n + 1;
 	return n + 1 == MEMPROF_PROBE_EVENTS_MAX;
+}
+
+/* Queue one event, a death timed now. */
+static inline int probe_events_add(struct probe_events *b, uint64_t id, unsigned what)
+{
+	return probe_events_add_at(b, id, what, 0);
 }
 
 /* Has a tracer asked for the queued events (memprof_probe_control.flush_request)? */
