@@ -181,19 +181,28 @@ def t2(work):
     return " ".join(out)
 
 
-def per_sample_ns(path, label, metric, per):
-    """CPU ns per sample of label against detached, round by round:
-    (median, lowest, highest), or None when a round looked free (the noise
-    swamps the figure) or the runs are missing."""
+def rounds_against_detached(path, label, metric, per):
+    """Per-round label, detached and per values, and the metric's scale to
+    ns (a, b, n, scale), or None when the runs are missing."""
     if not os.path.exists(path):
         return None
     runs = load(path)
     a = by_round(runs, label, metric)
     b = by_round(runs, "detached", metric)
     n = by_round(runs, label, per)
-    if any(isinstance(x, str) for x in (a, b, n)):
+    if any(isinstance(x, str) or not x for x in (a, b, n)):
         return None
-    scale = 1e9 if metric == "values.target_cpu_s" else 1.0
+    return a, b, n, 1e9 if metric == "values.target_cpu_s" else 1.0
+
+
+def per_sample_ns(path, label, metric, per):
+    """CPU ns per sample of label against detached, round by round:
+    (median, lowest, highest), or None when a round looked free (the noise
+    swamps the figure) or the runs are missing."""
+    got = rounds_against_detached(path, label, metric, per)
+    if not got:
+        return None
+    a, b, n, scale = got
     v = [(a[r] - b[r]) / n[r] * scale for r in set(a) & set(b) & set(n) if n[r]]
     if not v or min(v) <= 0:
         return None
@@ -205,18 +214,13 @@ def per_sample_ns_fastest(path, label, metric, per):
     of each: this machine's vCPU runs at two speeds about 1.8x apart for
     minutes at a time, and the fastest runs of both are at the faster one.
     None when the runs are missing."""
-    if not os.path.exists(path):
+    got = rounds_against_detached(path, label, metric, per)
+    if not got:
         return None
-    runs = load(path)
-    a = by_round(runs, label, metric)
-    b = by_round(runs, "detached", metric)
-    n = by_round(runs, label, per)
-    if any(isinstance(x, str) or not x for x in (a, b, n)):
-        return None
+    a, b, n, scale = got
     samples = statistics.median(n.values())
     if samples <= 0:
         return None
-    scale = 1e9 if metric == "values.target_cpu_s" else 1.0
     return (min(a.values()) - min(b.values())) / samples * scale
 
 

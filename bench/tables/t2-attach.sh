@@ -209,7 +209,7 @@ fi
 rm -f "$WORK/t2-rt-fake-ir.txt"
 if [ -z "$rt_missing" ] && command -v valgrind >/dev/null; then
 	log "table 2: the in-process part of a traced runtime sample under callgrind"
-	rt_ir() { # extra args: total Ir, then the tracer samples line of the run
+	rt_ir() { # [ARGS]: the total Ir of a run with ARGS; its stdout in t2-rt-split.out
 		valgrind --tool=callgrind --callgrind-out-file="$WORK/t2-rt-split.cg" \
 			"$SEED" --kind short --tracked 0 --rate 0 --iterations $SPLIT_RT_N "$@" \
 			>"$WORK/t2-rt-split.out" 2>/dev/null &&
